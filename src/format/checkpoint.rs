@@ -1,0 +1,134 @@
+//! The `checkpoint` file (FORMAT.md 8.1) and the `abort`/`lock` markers (8.2).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::bytes::i64_at;
+use super::error::{ErrorKind, ParseError};
+
+/// `StoreCheckpoint` maps one OS page.
+pub const CHECKPOINT_FILE_SIZE: usize = 4096;
+/// Bytes 4.9 uses (three timestamps).
+pub const CHECKPOINT_V4_LEN: usize = 24;
+
+/// The flush checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Checkpoint {
+    /// Store time of the last record of the last flushed commitlog file (ms).
+    pub physic_msg_timestamp: i64,
+    /// Store time of the last record put into a consume queue (ms).
+    pub logics_msg_timestamp: i64,
+    /// End timestamp of the last full index file flushed (ms).
+    pub index_msg_timestamp: i64,
+    /// 5.0.0+: slave-acting-master flushed offset.
+    pub master_flushed_offset: i64,
+    /// 5.1.1+: confirm offset.
+    pub confirm_phy_offset: i64,
+}
+
+impl Checkpoint {
+    /// Parse a checkpoint. At least the 24 bytes of 4.9 must be there; 5.x fields read as 0
+    /// when the file is shorter than 40 bytes.
+    pub fn from_bytes(b: &[u8]) -> Result<Self, ParseError> {
+        if b.len() < CHECKPOINT_V4_LEN {
+            return Err(ParseError::new(
+                0,
+                ErrorKind::Truncated {
+                    what: "checkpoint",
+                    needed: CHECKPOINT_V4_LEN as u64,
+                    left: b.len() as u64,
+                },
+            ));
+        }
+        Ok(Checkpoint {
+            physic_msg_timestamp: i64_at(b, 0).unwrap_or(0),
+            logics_msg_timestamp: i64_at(b, 8).unwrap_or(0),
+            index_msg_timestamp: i64_at(b, 16).unwrap_or(0),
+            master_flushed_offset: i64_at(b, 24).unwrap_or(0),
+            confirm_phy_offset: i64_at(b, 32).unwrap_or(0),
+        })
+    }
+
+    /// The 4096-byte file, unused bytes zero.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut v = vec![0u8; CHECKPOINT_FILE_SIZE];
+        for (i, x) in [
+            self.physic_msg_timestamp,
+            self.logics_msg_timestamp,
+            self.index_msg_timestamp,
+            self.master_flushed_offset,
+            self.confirm_phy_offset,
+        ]
+        .iter()
+        .enumerate()
+        {
+            v[i * 8..i * 8 + 8].copy_from_slice(&x.to_be_bytes());
+        }
+        v
+    }
+
+    /// `getMinTimestamp`: `min(physic, logics) - 3000`, at least 0.
+    pub fn min_timestamp(&self) -> i64 {
+        (self.physic_msg_timestamp.min(self.logics_msg_timestamp) - 3000).max(0)
+    }
+
+    /// `getMinTimestampIndex`: `min(getMinTimestamp(), indexMsgTimestamp)`.
+    pub fn min_timestamp_index(&self) -> i64 {
+        self.min_timestamp().min(self.index_msg_timestamp)
+    }
+}
+
+/// What the `abort` file says about the last shutdown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AbortMarker {
+    /// True when `abort` exists: the last exit was unclean.
+    pub present: bool,
+    /// The broker pid 5.x writes into it, if any.
+    pub pid: Option<u32>,
+}
+
+impl AbortMarker {
+    pub fn read(root: &Path) -> Self {
+        let path = root.join("abort");
+        match std::fs::read(&path) {
+            Ok(b) => AbortMarker {
+                present: true,
+                pid: std::str::from_utf8(&b)
+                    .ok()
+                    .and_then(|s| s.trim().parse().ok()),
+            },
+            Err(_) => AbortMarker {
+                present: false,
+                pid: None,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn golden_and_round_trip() {
+        let c = Checkpoint {
+            physic_msg_timestamp: 0x0102030405060708,
+            logics_msg_timestamp: 1700000000123,
+            index_msg_timestamp: 0,
+            master_flushed_offset: 0,
+            confirm_phy_offset: 139,
+        };
+        let b = c.to_bytes();
+        assert_eq!(b.len(), 4096);
+        assert_eq!(&b[..8], &[1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(&b[8..16], &[0, 0, 0x01, 0x8B, 0xCF, 0xE5, 0x68, 0x7B]);
+        assert_eq!(&b[32..40], &[0, 0, 0, 0, 0, 0, 0, 0x8B]);
+        assert!(b[40..].iter().all(|&x| x == 0));
+        assert_eq!(Checkpoint::from_bytes(&b).unwrap(), c);
+        assert_eq!(Checkpoint::from_bytes(&b[..24]).unwrap().confirm_phy_offset, 0);
+        let e = Checkpoint::from_bytes(&b[..10]).unwrap_err();
+        assert_eq!(e.offset, 0);
+        assert_eq!(c.min_timestamp(), 1700000000123 - 3000);
+    }
+}

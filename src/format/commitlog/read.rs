@@ -1,0 +1,405 @@
+//! Reading records: one record at a position, all records of one file, the files of a folder.
+//!
+//! The walk follows the broker's recovery scan (`CommitLog.checkMessageAndReturnSize`): a message
+//! magic is a record, the BLANK magic ends the file, a zero size and magic (or fewer than 8 bytes)
+//! is the end of data, anything else is corruption and stops the walk.
+
+use std::path::{Path, PathBuf};
+
+use super::{sysflag, Host, MessageRef, MessageVersion, Properties, BLANK_MAGIC};
+use crate::format::bytes::{i32_at, Cursor};
+use crate::format::error::{ErrorKind, ParseError, Result};
+use crate::format::filename::{list_queue_dir, QueueFile};
+use crate::format::java::masked_crc32;
+use crate::format::mapped::Mapped;
+
+/// Smallest possible message record: IPv4 hosts, V1, empty body, topic and properties.
+pub const MIN_RECORD_LEN: usize = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2;
+
+/// What is found at a position of a commitlog file.
+#[derive(Debug)]
+pub enum Record<'a> {
+    Message(MessageRef<'a>),
+    /// The end-of-file blank: TOTALSIZE (the bytes left, as the broker writes it) and BLANK magic.
+    Blank { size: i32 },
+    /// Zero size and magic, or fewer than 8 bytes left: no more data in this file.
+    EndOfData,
+}
+
+/// Parse the record at `pos` of `buf` (one commitlog file). `file_start` is the file's start
+/// offset, used for [`MessageRef::position`]. Error offsets are positions inside `buf`.
+/// With `check_crc`, a body CRC mismatch is an error, as in the broker's recovery.
+pub fn parse_record(
+    buf: &[u8],
+    pos: usize,
+    file_start: u64,
+    check_crc: bool,
+) -> Result<Record<'_>, ParseError> {
+    let left = buf.len().saturating_sub(pos);
+    let (Some(size), Some(magic)) = (i32_at(buf, pos), i32_at(buf, pos.saturating_add(4))) else {
+        return Ok(Record::EndOfData);
+    };
+    if size == 0 && magic == 0 {
+        return Ok(Record::EndOfData);
+    }
+    if magic == BLANK_MAGIC {
+        return Ok(Record::Blank { size });
+    }
+    let at = |kind| ParseError::new(pos as u64, kind);
+    let version = MessageVersion::from_magic(magic).ok_or(at(ErrorKind::BadMagic {
+        found: magic as u32,
+    }))?;
+    if size < MIN_RECORD_LEN as i32 {
+        return Err(at(ErrorKind::BadSize {
+            found: size as i64,
+            min: MIN_RECORD_LEN as i64,
+            max: left as i64,
+        }));
+    }
+    if size as usize > left {
+        return Err(at(ErrorKind::Truncated {
+            what: "message record",
+            needed: size as u64,
+            left: left as u64,
+        }));
+    }
+    let raw = &buf[pos..pos + size as usize];
+    let msg = parse_message(raw, pos as u64, file_start + pos as u64, version)?;
+    if check_crc && msg.body.len() > 0 && !msg.body_crc_ok() {
+        return Err(at(ErrorKind::BodyCrc {
+            stored: msg.body_crc as u32,
+            computed: masked_crc32(msg.body),
+        }));
+    }
+    Ok(Record::Message(msg))
+}
+
+fn parse_host(c: &mut Cursor<'_>, v6: bool, what: &'static str) -> Result<Host, ParseError> {
+    if v6 {
+        let a: [u8; 16] = c.array(what)?;
+        Ok(Host::from_v6_bytes(a, c.i32(what)?))
+    } else {
+        let a: [u8; 4] = c.array(what)?;
+        Ok(Host::v4(a, c.i32(what)?))
+    }
+}
+
+/// Decode one message record whose bytes are exactly `raw` (TOTALSIZE long). `err_base` is the
+/// offset reported in errors for `raw[0]`; `position` is its commitlog offset.
+pub fn parse_message(
+    raw: &[u8],
+    err_base: u64,
+    position: u64,
+    version: MessageVersion,
+) -> Result<MessageRef<'_>, ParseError> {
+    let mut c = Cursor::new(raw, err_base);
+    let total_size = c.i32("TOTALSIZE")?;
+    let _magic = c.i32("MAGICCODE")?;
+    let body_crc = c.i32("BODYCRC")?;
+    let queue_id = c.i32("QUEUEID")?;
+    let flag = c.i32("FLAG")?;
+    let queue_offset = c.i64("QUEUEOFFSET")?;
+    let physical_offset = c.i64("PHYSICALOFFSET")?;
+    let sys_flag = c.i32("SYSFLAG")?;
+    let born_timestamp = c.i64("BORNTIMESTAMP")?;
+    let born_host = parse_host(&mut c, sys_flag & sysflag::BORNHOST_V6 != 0, "BORNHOST")?;
+    let store_timestamp = c.i64("STORETIMESTAMP")?;
+    let store_host = parse_host(
+        &mut c,
+        sys_flag & sysflag::STOREHOST_V6 != 0,
+        "STOREHOSTADDRESS",
+    )?;
+    let reconsume_times = c.i32("RECONSUMETIMES")?;
+    let prepared_transaction_offset = c.i64("PREPARED TRANSACTION OFFSET")?;
+    let body_len_pos = c.pos();
+    let body_len = c.i32("BODY length")?;
+    let body = if body_len > 0 {
+        c.bytes(body_len as usize, "BODY")?
+    } else {
+        &[][..]
+    };
+    let topic_len_pos = c.pos();
+    let topic_len = match version {
+        MessageVersion::V1 => c.i8("TOPIC length")? as i64,
+        MessageVersion::V2 => c.i16("TOPIC length")? as i64,
+    };
+    if topic_len < 0 {
+        return Err(ParseError::new(
+            err_base + topic_len_pos as u64,
+            ErrorKind::NegativeLength {
+                what: "TOPIC",
+                found: topic_len,
+            },
+        ));
+    }
+    let topic = c.bytes(topic_len as usize, "TOPIC")?;
+    let props_len = c.i16("PROPERTIES length")?;
+    let properties = if props_len > 0 {
+        c.bytes(props_len as usize, "PROPERTIES")?
+    } else {
+        &[][..]
+    };
+    let computed = super::record_len(
+        version,
+        born_host.encoded_len(),
+        store_host.encoded_len(),
+        body.len(),
+        topic.len(),
+        properties.len(),
+    ) as i64;
+    if computed != total_size as i64 {
+        return Err(ParseError::new(
+            err_base,
+            ErrorKind::SizeMismatch {
+                stored: total_size,
+                computed,
+            },
+        ));
+    }
+    Ok(MessageRef {
+        raw,
+        position,
+        version,
+        total_size,
+        body_crc,
+        queue_id,
+        flag,
+        queue_offset,
+        physical_offset,
+        sys_flag,
+        born_timestamp,
+        born_host,
+        store_timestamp,
+        store_host,
+        reconsume_times,
+        prepared_transaction_offset,
+        body,
+        topic: String::from_utf8_lossy(topic),
+        properties: Properties(properties),
+        body_len_pos,
+    })
+}
+
+/// How the walk over one file ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SegmentEnd {
+    /// Not finished yet.
+    Running,
+    /// A blank record at `pos` (file position) with the TOTALSIZE it carries.
+    Blank { pos: usize, size: i32 },
+    /// Zeros (or fewer than 8 bytes) from `pos`: the end of written data.
+    EndOfData { pos: usize },
+    /// A record that does not parse at `pos`; the error was yielded.
+    Corrupt { pos: usize },
+}
+
+/// Iterator over the message records of one commitlog file.
+pub struct RecordIter<'a> {
+    buf: &'a [u8],
+    path: &'a Path,
+    file_start: u64,
+    pos: usize,
+    check_crc: bool,
+    end: SegmentEnd,
+}
+
+impl<'a> RecordIter<'a> {
+    pub fn new(buf: &'a [u8], path: &'a Path, file_start: u64, check_crc: bool) -> Self {
+        Self::starting_at(buf, path, file_start, 0, check_crc)
+    }
+
+    /// Start the walk at file position `pos` (which must be a record boundary).
+    pub fn starting_at(
+        buf: &'a [u8],
+        path: &'a Path,
+        file_start: u64,
+        pos: usize,
+        check_crc: bool,
+    ) -> Self {
+        RecordIter {
+            buf,
+            path,
+            file_start,
+            pos,
+            check_crc,
+            end: SegmentEnd::Running,
+        }
+    }
+
+    /// How the walk ended (after the iterator returned `None`).
+    pub fn end(&self) -> &SegmentEnd {
+        &self.end
+    }
+
+    /// Position after the last good record: the broker's "process offset" within this file.
+    pub fn valid_pos(&self) -> usize {
+        self.pos
+    }
+}
+
+impl<'a> Iterator for RecordIter<'a> {
+    type Item = Result<MessageRef<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.end != SegmentEnd::Running {
+            return None;
+        }
+        match parse_record(self.buf, self.pos, self.file_start, self.check_crc) {
+            Ok(Record::Message(m)) => {
+                self.pos += m.raw.len();
+                Some(Ok(m))
+            }
+            Ok(Record::Blank { size }) => {
+                self.end = SegmentEnd::Blank {
+                    pos: self.pos,
+                    size,
+                };
+                None
+            }
+            Ok(Record::EndOfData) => {
+                self.end = SegmentEnd::EndOfData { pos: self.pos };
+                None
+            }
+            Err(e) => {
+                self.end = SegmentEnd::Corrupt { pos: self.pos };
+                Some(Err(e.in_file(self.path, 0)))
+            }
+        }
+    }
+}
+
+/// One commitlog file: where it is, the offset its name gives, its length on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Segment {
+    pub path: PathBuf,
+    pub start: u64,
+    pub len: u64,
+}
+
+impl Segment {
+    /// Map the file read-only.
+    pub fn map(&self) -> Result<Mapped> {
+        let m = Mapped::open(&self.path)?;
+        m.advise_sequential();
+        Ok(m)
+    }
+}
+
+impl From<QueueFile> for Segment {
+    fn from(f: QueueFile) -> Self {
+        Segment {
+            path: f.path,
+            start: f.start,
+            len: f.len,
+        }
+    }
+}
+
+/// A problem with how the commitlog files fit together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LayoutIssue {
+    /// Bytes `from..to` are covered by no file.
+    Gap { from: u64, to: u64 },
+    /// `second` starts before `first` ends.
+    Overlap { first: PathBuf, second: PathBuf },
+    /// A file whose length differs from the others' (`expected`).
+    OddSize { path: PathBuf, len: u64, expected: u64 },
+    /// A file whose name is not 20 digits.
+    Foreign { path: PathBuf },
+}
+
+/// The commitlog folder: its files in offset order. Opening lists the folder, it reads no data.
+#[derive(Debug, Clone)]
+pub struct Commitlog {
+    pub dir: PathBuf,
+    pub segments: Vec<Segment>,
+    pub foreign: Vec<PathBuf>,
+}
+
+impl Commitlog {
+    pub fn open(dir: &Path) -> Result<Self> {
+        let (files, foreign) = list_queue_dir(dir)?;
+        Ok(Commitlog {
+            dir: dir.to_path_buf(),
+            segments: files.into_iter().map(Segment::from).collect(),
+            foreign,
+        })
+    }
+
+    /// The file size most files have (the configured `mappedFileSizeCommitLog` on a healthy store).
+    pub fn common_file_size(&self) -> Option<u64> {
+        let mut counts: Vec<(u64, usize)> = Vec::new();
+        for s in &self.segments {
+            match counts.iter_mut().find(|(l, _)| *l == s.len) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((s.len, 1)),
+            }
+        }
+        counts
+            .into_iter()
+            .max_by_key(|&(l, n)| (n, l))
+            .map(|(l, _)| l)
+    }
+
+    /// Gaps, overlaps, odd sizes and foreign names, given the configured file size.
+    pub fn layout_issues(&self, file_size: u64) -> Vec<LayoutIssue> {
+        let mut out: Vec<LayoutIssue> = self
+            .foreign
+            .iter()
+            .map(|p| LayoutIssue::Foreign { path: p.clone() })
+            .collect();
+        for s in &self.segments {
+            if s.len != file_size {
+                out.push(LayoutIssue::OddSize {
+                    path: s.path.clone(),
+                    len: s.len,
+                    expected: file_size,
+                });
+            }
+        }
+        for w in self.segments.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            let a_end = a.start.saturating_add(file_size.max(a.len));
+            if b.start < a.start.saturating_add(a.len) {
+                out.push(LayoutIssue::Overlap {
+                    first: a.path.clone(),
+                    second: b.path.clone(),
+                });
+            } else if b.start > a_end {
+                out.push(LayoutIssue::Gap {
+                    from: a_end,
+                    to: b.start,
+                });
+            }
+        }
+        out
+    }
+
+    /// Smallest commitlog offset (the first file's start), as `getMinPhyOffset`.
+    pub fn min_offset(&self) -> u64 {
+        self.segments.first().map(|s| s.start).unwrap_or(0)
+    }
+
+    /// The segment holding commitlog offset `offset`.
+    pub fn segment_for(&self, offset: u64) -> Option<&Segment> {
+        let i = self.segments.partition_point(|s| s.start <= offset);
+        let s = self.segments.get(i.checked_sub(1)?)?;
+        (offset < s.start.saturating_add(s.len)).then_some(s)
+    }
+
+    /// End of data as the broker's recovery leaves it (`getMaxPhyOffset`): the last file's start
+    /// plus the position where its walk stops (a blank record, zeros, or the first bad record).
+    pub fn max_offset(&self) -> Result<u64> {
+        let Some(seg) = self.segments.last() else {
+            return Ok(0);
+        };
+        let map = seg.map()?;
+        let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
+        for r in it.by_ref() {
+            if r.is_err() {
+                break;
+            }
+        }
+        Ok(seg.start + it.valid_pos() as u64)
+    }
+}

@@ -1,0 +1,116 @@
+//! Errors from reading store files: every one names the file, the byte offset and what was expected.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// What was wrong with the bytes at some offset. Carries expected-versus-found where it helps.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ErrorKind {
+    #[error("expected {needed} bytes for {what}, only {left} left")]
+    Truncated {
+        what: &'static str,
+        needed: u64,
+        left: u64,
+    },
+    #[error("bad magic code {found:#010x}, expected a message (0xdaa320a7/0xdaa320ab) or blank (0xcbd43194) magic")]
+    BadMagic { found: u32 },
+    #[error("record size {found} is out of bounds (expected {min}..={max})")]
+    BadSize { found: i64, min: i64, max: i64 },
+    #[error("record size field says {stored} but the fields add up to {computed}")]
+    SizeMismatch { stored: i32, computed: i64 },
+    #[error("negative {what} length {found}")]
+    NegativeLength { what: &'static str, found: i64 },
+    #[error("body CRC stored {stored} but computed {computed}")]
+    BodyCrc { stored: u32, computed: u32 },
+    #[error("{what}: expected {expected}, found {found}")]
+    Unexpected {
+        what: &'static str,
+        expected: String,
+        found: String,
+    },
+    #[error("invalid {what}: {detail}")]
+    Invalid { what: &'static str, detail: String },
+}
+
+/// A parse failure inside one buffer: `offset` is relative to the start of the buffer handed to
+/// the parser. [`ParseError::in_file`] turns it into an [`Error`] with the path and absolute offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    pub offset: u64,
+    pub kind: ErrorKind,
+}
+
+impl ParseError {
+    pub fn new(offset: u64, kind: ErrorKind) -> Self {
+        ParseError { offset, kind }
+    }
+
+    /// Attach the file path; `base` is added to the offset (use 0 for offsets inside the file).
+    pub fn in_file(self, path: &Path, base: u64) -> Error {
+        Error::Data {
+            path: path.to_path_buf(),
+            offset: base.saturating_add(self.offset),
+            kind: self.kind,
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at byte {}: {}", self.offset, self.kind)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// An error from the store: bad data in a named file at a byte offset, or an I/O failure.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: at byte {offset}: {kind}", path.display())]
+    Data {
+        path: PathBuf,
+        offset: u64,
+        kind: ErrorKind,
+    },
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {what}", path.display())]
+    Layout { path: PathBuf, what: String },
+}
+
+impl Error {
+    pub fn io(path: &Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    pub fn data(path: &Path, offset: u64, kind: ErrorKind) -> Self {
+        Error::Data {
+            path: path.to_path_buf(),
+            offset,
+            kind,
+        }
+    }
+
+    pub fn layout(path: &Path, what: impl Into<String>) -> Self {
+        Error::Layout {
+            path: path.to_path_buf(),
+            what: what.into(),
+        }
+    }
+
+    /// The file this error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            Error::Data { path, .. } | Error::Io { path, .. } | Error::Layout { path, .. } => path,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
