@@ -1,1 +1,11 @@
+//! rmqstore: read, check, repair and serve Apache RocketMQ broker store directories offline.
+//!
+//! Four layers, data flowing one way: [`format`] (bytes on disk <-> typed views, one module per
+//! file kind), [`engine`] (the store as a whole: dispatch rules, the writer, and later the broker
+//! half), [`commands`] (the CLI, presentation only) and `tui`.
+
+#![deny(unsafe_code)]
+
+pub mod commands;
+pub mod engine;
 pub mod format;

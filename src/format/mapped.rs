@@ -85,3 +85,9 @@ impl Deref for Mapped {
         }
     }
 }
+
+impl AsRef<[u8]> for Mapped {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}

@@ -387,19 +387,25 @@ impl Commitlog {
         (offset < s.start.saturating_add(s.len)).then_some(s)
     }
 
-    /// End of data as the broker's recovery leaves it (`getMaxPhyOffset`): the last file's start
-    /// plus the position where its walk stops (a blank record, zeros, or the first bad record).
+    /// End of data as the broker's recovery finds it (`recoverNormally`, then `getMaxPhyOffset`):
+    /// walk from the third-to-last file; a blank record moves on to the next file, anything else
+    /// (zeros, a bad record, the end of the last file) ends the data there.
     pub fn max_offset(&self) -> Result<u64> {
-        let Some(seg) = self.segments.last() else {
-            return Ok(0);
-        };
-        let map = seg.map()?;
-        let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
-        for r in it.by_ref() {
-            if r.is_err() {
+        let first = self.segments.len().saturating_sub(3);
+        let mut end = self.segments.get(first).map(|s| s.start).unwrap_or(0);
+        for seg in &self.segments[first..] {
+            let map = seg.map()?;
+            let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
+            for r in it.by_ref() {
+                if r.is_err() {
+                    break;
+                }
+            }
+            end = seg.start + it.valid_pos() as u64;
+            if !matches!(it.end(), SegmentEnd::Blank { .. }) {
                 break;
             }
         }
-        Ok(seg.start + it.valid_pos() as u64)
+        Ok(end)
     }
 }

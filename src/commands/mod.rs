@@ -1,0 +1,98 @@
+//! Subcommands: each turns its arguments into a plan, calls the library and prints the result.
+//! Presentation only; exit statuses come from [`exit::ExitStatus`].
+
+pub mod exit;
+pub mod gen;
+pub mod info;
+pub mod output;
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use exit::ExitStatus;
+
+use crate::format::geometry::{GeometryInputs, GeometryOverrides};
+
+/// Read, check, repair and serve Apache RocketMQ broker store directories offline.
+///
+/// Exit status: 0 success (a healthy store), 1 problems found, 2 could not run.
+#[derive(Debug, Parser)]
+#[command(name = "rmqstore", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a deterministic synthetic store (fixtures, benchmarks).
+    Gen(gen::GenArgs),
+    /// A first overview of a store: files, topics and queues, consumer groups, checkpoint.
+    Info(info::InfoArgs),
+}
+
+/// Sizes the store was written with. The files do not record all of them: flags win, then the
+/// broker config file, then what the files show, then the broker's defaults.
+#[derive(Debug, Clone, Default, Args)]
+pub struct GeometryArgs {
+    /// The broker's config file (mappedFileSizeCommitLog, maxHashSlotNum, maxIndexNum, ...).
+    #[arg(long, value_name = "FILE")]
+    pub broker_conf: Option<PathBuf>,
+    /// Commitlog file size in bytes (mappedFileSizeCommitLog).
+    #[arg(long, value_name = "BYTES")]
+    pub commitlog_file_size: Option<u64>,
+    /// Consume queue file size in 20-byte units (mappedFileSizeConsumeQueue / 20).
+    #[arg(long, value_name = "N")]
+    pub cq_file_units: Option<u64>,
+    /// Index hash slots per file (maxHashSlotNum).
+    #[arg(long, value_name = "N")]
+    pub index_slots: Option<u32>,
+    /// Index entries per file (maxIndexNum).
+    #[arg(long, value_name = "N")]
+    pub index_entries: Option<u32>,
+}
+
+impl GeometryArgs {
+    pub fn inputs(&self) -> anyhow::Result<GeometryInputs> {
+        let broker_conf = match &self.broker_conf {
+            Some(p) => GeometryOverrides::from_broker_conf(p)?,
+            None => GeometryOverrides::default(),
+        };
+        Ok(GeometryInputs {
+            flags: GeometryOverrides {
+                commitlog_file_size: self.commitlog_file_size,
+                cq_file_units: self.cq_file_units,
+                index_slots: self.index_slots,
+                index_entries: self.index_entries,
+                delay_levels: None,
+            },
+            broker_conf,
+            inferred: GeometryOverrides::default(),
+        })
+    }
+}
+
+/// Run a parsed command line, printing errors to stderr.
+pub fn run(cli: Cli) -> ExitStatus {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = match cli.command {
+        Command::Gen(a) => gen::run(&a, &mut out),
+        Command::Info(a) => info::run(&a, &mut out),
+    };
+    let _ = out.flush();
+    match result {
+        Ok(s) => s,
+        Err(e) if output::is_broken_pipe(&e) => ExitStatus::Success,
+        Err(e) => {
+            let mut msg = format!("rmqstore: error: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!("\n  caused by: {cause}"));
+            }
+            eprintln!("{msg}");
+            ExitStatus::Failure
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! Index files for a store as a whole: building them while records are dispatched, and
+//! inferring the slot and entry counts from existing files.
+
+use std::path::{Path, PathBuf};
+
+use crate::format::commitlog::{prop, MessageRef};
+use crate::format::error::{Error, Result};
+use crate::format::geometry::Geometry;
+use crate::format::indexfile::infer::{infer_geometry, InferResult};
+use crate::format::indexfile::write::{
+    name_by_store_time, AddOutcome, IndexRecord, Indexer, NamedIndexFile, NewFileContext,
+};
+use crate::format::indexfile::IndexGeometry;
+use crate::format::mapped::Mapped;
+
+type NameFn = fn(&NewFileContext<'_>) -> String;
+
+/// Builds the index files of a store as the broker's `IndexService.buildIndex` does, writing
+/// each file to `dir` when it is full. Files are named by the store time of the record that
+/// opened them (the broker uses its wall clock then), so the output is reproducible.
+pub struct IndexBuilder {
+    dir: PathBuf,
+    indexer: Indexer<NameFn>,
+    /// endTimestamp of the last full file written: the checkpoint's indexMsgTimestamp.
+    last_full_end: i64,
+}
+
+impl IndexBuilder {
+    pub fn new(dir: PathBuf, g: &Geometry) -> Result<Self> {
+        let geometry = IndexGeometry {
+            slots: g.index_slots.value,
+            entries: g.index_entries.value,
+        };
+        let indexer = Indexer::new(geometry, name_by_store_time as NameFn)
+            .map_err(|kind| Error::data(&dir, 0, kind))?;
+        Ok(IndexBuilder {
+            dir,
+            indexer,
+            last_full_end: 0,
+        })
+    }
+
+    /// Index one record (UNIQ_KEY, then KEYS; ROLLBACK and already-indexed records skipped).
+    pub fn add(&mut self, m: &MessageRef<'_>) -> Result<AddOutcome> {
+        let uniq = m.property(prop::UNIQ_KEY);
+        let keys = m.property(prop::KEYS);
+        let rec = IndexRecord {
+            topic: &m.topic,
+            uniq_key: uniq.as_deref(),
+            keys: keys.as_deref(),
+            phy_offset: m.physical_offset,
+            store_timestamp: m.store_timestamp,
+            is_rollback: IndexRecord::is_rollback_sys_flag(m.sys_flag),
+        };
+        let outcome = self.indexer.add(&rec);
+        for f in self.indexer.take_finished() {
+            self.last_full_end = f.file.header().end_timestamp;
+            self.write(&f)?;
+        }
+        Ok(outcome)
+    }
+
+    fn write(&self, f: &NamedIndexFile) -> Result<()> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        f.file.write_to(&self.dir.join(&f.name))
+    }
+
+    /// Write the remaining files; returns the checkpoint's indexMsgTimestamp.
+    pub fn finish(mut self) -> Result<i64> {
+        let rest = std::mem::replace(
+            &mut self.indexer,
+            Indexer::new(
+                IndexGeometry {
+                    slots: 1,
+                    entries: 2,
+                },
+                name_by_store_time as NameFn,
+            )
+            .map_err(|kind| Error::data(&self.dir, 0, kind))?,
+        )
+        .finish();
+        for f in &rest {
+            self.write(f)?;
+        }
+        Ok(self.last_full_end)
+    }
+}
+
+/// Slots and entries inferred from the first index file whose contents fix them.
+pub fn infer_index_geometry(files: &[PathBuf]) -> Option<(u32, u32)> {
+    files.iter().rev().find_map(|p| infer_one(p))
+}
+
+fn infer_one(p: &Path) -> Option<(u32, u32)> {
+    let m = Mapped::open(p).ok()?;
+    match infer_geometry(&m).result {
+        InferResult::Unique(g) => Some((g.slots, g.entries)),
+        _ => None,
+    }
+}

@@ -1,0 +1,9 @@
+//! The store as a whole: opening it, the broker's dispatch rules, the one writer, the generator.
+
+pub mod dispatch;
+pub mod generate;
+pub mod index;
+pub mod store;
+pub mod writer;
+
+pub use store::Store;

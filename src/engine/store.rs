@@ -1,0 +1,204 @@
+//! A store directory as a whole: finds every part, resolves the geometry, maps files on demand.
+//! Opening lists folders and reads small files only; it never scans the commitlog.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::format::checkpoint::{AbortMarker, Checkpoint};
+use crate::format::commitlog::Commitlog;
+use crate::format::consumequeue::ConsumeQueue;
+use crate::format::error::{Error, Result};
+use crate::format::geometry::{resolve, Geometry, GeometryInputs};
+
+/// Folder and file names under a store root (`StorePathConfigHelper`).
+pub mod paths {
+    pub const COMMITLOG: &str = "commitlog";
+    pub const CONSUMEQUEUE: &str = "consumequeue";
+    pub const CONSUMEQUEUE_EXT: &str = "consumequeue_ext";
+    pub const BATCH_CONSUMEQUEUE: &str = "batchconsumequeue";
+    pub const INDEX: &str = "index";
+    pub const CHECKPOINT: &str = "checkpoint";
+    pub const ABORT: &str = "abort";
+    pub const LOCK: &str = "lock";
+    pub const CONFIG: &str = "config";
+}
+
+/// The store: its root, geometry and parts.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub root: PathBuf,
+    pub geometry: Geometry,
+    pub commitlog: Commitlog,
+    /// Consume queues by (topic, queue id), topics sorted by name, queues by id.
+    pub queues: BTreeMap<(String, i32), ConsumeQueue>,
+    /// Index files sorted by name (creation time).
+    pub index_files: Vec<PathBuf>,
+    pub abort: AbortMarker,
+    /// True when a `lock` file exists (it exists after any broker run; see `LiveGuard`).
+    pub lock_file: bool,
+}
+
+impl Store {
+    /// Open a store root. Values missing from `inputs.flags`/`broker_conf` are inferred from
+    /// the files (commitlog and consume queue file sizes, index slots and entries).
+    pub fn open(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
+        let commitlog_dir = root.join(paths::COMMITLOG);
+        if !root.is_dir() {
+            return Err(Error::layout(root, "not a directory"));
+        }
+        if !commitlog_dir.is_dir() && !root.join(paths::CONSUMEQUEUE).is_dir() {
+            return Err(Error::layout(
+                root,
+                "not a RocketMQ store root: neither commitlog/ nor consumequeue/ found",
+            ));
+        }
+        let commitlog = if commitlog_dir.is_dir() {
+            Commitlog::open(&commitlog_dir)?
+        } else {
+            Commitlog {
+                dir: commitlog_dir,
+                segments: Vec::new(),
+                foreign: Vec::new(),
+            }
+        };
+        let queue_dirs = list_queue_dirs(&root.join(paths::CONSUMEQUEUE))?;
+        let index_files = list_index_files(&root.join(paths::INDEX))?;
+
+        let mut inputs = inputs.clone();
+        inputs.inferred = infer(&commitlog, &queue_dirs, &index_files);
+        let geometry = resolve(&inputs);
+
+        let mut queues = BTreeMap::new();
+        for (topic, qid, dir) in queue_dirs {
+            let cq = ConsumeQueue::open(&dir, &topic, qid, geometry.cq_file_size())?;
+            queues.insert((topic, qid), cq);
+        }
+        Ok(Store {
+            root: root.to_path_buf(),
+            geometry,
+            commitlog,
+            queues,
+            index_files,
+            abort: AbortMarker::read(root),
+            lock_file: root.join(paths::LOCK).exists(),
+        })
+    }
+
+    pub fn config_dir(&self) -> PathBuf {
+        self.root.join(paths::CONFIG)
+    }
+
+    pub fn checkpoint_path(&self) -> PathBuf {
+        self.root.join(paths::CHECKPOINT)
+    }
+
+    /// Read the checkpoint; `Ok(None)` when the file does not exist.
+    pub fn checkpoint(&self) -> Result<Option<Checkpoint>> {
+        let p = self.checkpoint_path();
+        match std::fs::read(&p) {
+            Ok(b) => Checkpoint::from_bytes(&b)
+                .map(Some)
+                .map_err(|e| e.in_file(&p, 0)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&p, e)),
+        }
+    }
+
+    /// Topic names with consume queues, sorted.
+    pub fn topics(&self) -> Vec<&str> {
+        let mut v: Vec<&str> = self.queues.keys().map(|(t, _)| t.as_str()).collect();
+        v.dedup();
+        v
+    }
+
+    /// The consume queues of one topic, by queue id.
+    pub fn topic_queues<'a>(&'a self, topic: &'a str) -> impl Iterator<Item = &'a ConsumeQueue> {
+        self.queues
+            .range((topic.to_string(), i32::MIN)..=(topic.to_string(), i32::MAX))
+            .map(|(_, q)| q)
+    }
+
+    pub fn queue(&self, topic: &str, queue_id: i32) -> Option<&ConsumeQueue> {
+        self.queues.get(&(topic.to_string(), queue_id))
+    }
+}
+
+/// `consumequeue/<topic>/<queueId>/` folders; non-numeric queue folder names are ignored, as the
+/// broker's `loadConsumeQueue` does.
+fn list_queue_dirs(dir: &Path) -> Result<Vec<(String, i32, PathBuf)>> {
+    let mut out = Vec::new();
+    if !dir.is_dir() {
+        return Ok(out);
+    }
+    for t in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let t = t.map_err(|e| Error::io(dir, e))?;
+        if !t.path().is_dir() {
+            continue;
+        }
+        let topic = t.file_name().to_string_lossy().into_owned();
+        for q in std::fs::read_dir(t.path()).map_err(|e| Error::io(&t.path(), e))? {
+            let q = q.map_err(|e| Error::io(&t.path(), e))?;
+            let name = q.file_name();
+            if let Some(id) = name.to_str().and_then(crate::format::java::parse_int) {
+                if q.path().is_dir() {
+                    out.push((topic.clone(), id, q.path()));
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Index files, sorted by name (their creation time).
+fn list_index_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut v = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        if e.path().is_file() {
+            v.push(e.path());
+        }
+    }
+    v.sort();
+    Ok(v)
+}
+
+fn most_common(sizes: impl Iterator<Item = u64>) -> Option<u64> {
+    let mut counts: BTreeMap<u64, usize> = BTreeMap::new();
+    for s in sizes {
+        *counts.entry(s).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(s, n)| (n, s))
+        .map(|(s, _)| s)
+}
+
+/// Geometry from the files: the common commitlog file size, the common consume queue file size
+/// (in units), and index slots/entries from the index files' contents.
+fn infer(
+    commitlog: &Commitlog,
+    queue_dirs: &[(String, i32, PathBuf)],
+    index_files: &[PathBuf],
+) -> crate::format::geometry::GeometryOverrides {
+    let mut o = crate::format::geometry::GeometryOverrides {
+        commitlog_file_size: commitlog.common_file_size().filter(|&s| s > 0),
+        ..Default::default()
+    };
+    let cq_sizes = queue_dirs.iter().flat_map(|(_, _, d)| {
+        crate::format::filename::list_queue_dir(d)
+            .map(|(f, _)| f.into_iter().map(|f| f.len).collect::<Vec<_>>())
+            .unwrap_or_default()
+    });
+    o.cq_file_units = most_common(cq_sizes)
+        .filter(|&s| s > 0 && s % 20 == 0)
+        .map(|s| s / 20);
+    if let Some((slots, entries)) = super::index::infer_index_geometry(index_files) {
+        o.index_slots = Some(slots);
+        o.index_entries = Some(entries);
+    }
+    o
+}

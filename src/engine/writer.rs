@@ -1,0 +1,424 @@
+//! The only code that writes store files: appends records to commitlog files, dispatches consume
+//! queue units and index entries as the broker does, writes checkpoint and config files.
+//!
+//! [`StoreWriter`] always writes into a directory of its own; switching a rebuilt or repaired
+//! directory into place is done by `SafeDir` (atomic rename after fsync, old files kept).
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::dispatch::{dispatch, Dispatch};
+use super::index::IndexBuilder;
+use super::store::paths;
+use crate::format::checkpoint::Checkpoint;
+use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::write::blank_record;
+use crate::format::commitlog::{Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
+use crate::format::consumequeue::{CqUnit, PRE_BLANK_SIZE, UNIT_SIZE};
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::filename::offset_to_name;
+use crate::format::geometry::Geometry;
+
+/// What the writer produces.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    pub geometry: Geometry,
+    /// Build consume queues.
+    pub consumequeue: bool,
+    /// Build index files (`messageIndexEnable`).
+    pub index: bool,
+}
+
+/// What one append did, as the broker's `AppendMessageResult` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub wrote_offset: u64,
+    pub wrote_bytes: usize,
+    pub queue_offset: i64,
+    pub msg_id: String,
+}
+
+struct SegmentWriter {
+    path: PathBuf,
+    start: u64,
+    pos: u64,
+    out: BufWriter<File>,
+}
+
+/// Writes the units of one consume queue, following `ConsumeQueue.putMessagePositionInfo`.
+struct CqWriter {
+    dir: PathBuf,
+    file_size: u64,
+    /// Stream position of the next unit; `None` before the first unit.
+    pos: Option<u64>,
+    /// Units not yet written to disk and the stream position of the first of them.
+    pending: Vec<u8>,
+    pending_start: u64,
+    max_physic_offset: i64,
+    /// Files touched, by start offset, to extend to full size at the end.
+    files: Vec<u64>,
+}
+
+const CQ_FLUSH_BYTES: usize = 256 * 1024;
+
+impl CqWriter {
+    fn new(dir: PathBuf, file_size: u64) -> Self {
+        CqWriter {
+            dir,
+            file_size,
+            pos: None,
+            pending: Vec::new(),
+            pending_start: 0,
+            max_physic_offset: -1,
+            files: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, unit: CqUnit, queue_offset: i64) -> Result<()> {
+        if unit.offset + unit.size as i64 <= self.max_physic_offset {
+            return Ok(()); // a repeat of a dispatched record
+        }
+        let expected = (queue_offset.max(0) as u64).saturating_mul(UNIT_SIZE as u64);
+        let pos = match self.pos {
+            Some(p) => p,
+            None => {
+                // First unit: the file holding it is created and, if the queue does not start
+                // at 0, filled with pre-blank units up to it (`fillPreBlank`).
+                let file_start = expected - expected % self.file_size;
+                self.pending_start = file_start;
+                let blank = CqUnit {
+                    offset: 0,
+                    size: PRE_BLANK_SIZE,
+                    tags_code: 0,
+                }
+                .to_bytes();
+                for _ in 0..(expected - file_start) / UNIT_SIZE as u64 {
+                    self.pending.extend_from_slice(&blank);
+                }
+                self.files.push(file_start);
+                expected
+            }
+        };
+        if queue_offset != 0 && expected < pos {
+            return Ok(()); // behind the write position: a repeat
+        }
+        // Ahead of the write position the broker logs "[BUG]logic queue order maybe wrong" and
+        // still appends at the write position; so do we.
+        self.pending.extend_from_slice(&unit.to_bytes());
+        let next = pos + UNIT_SIZE as u64;
+        self.pos = Some(next);
+        self.max_physic_offset = unit.offset + unit.size as i64;
+        if next % self.file_size == 0 {
+            self.flush()?;
+            self.pending_start = next;
+            self.files.push(next);
+        } else if self.pending.len() >= CQ_FLUSH_BYTES {
+            self.flush()?;
+            self.pending_start = next;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let file_start = self.pending_start - self.pending_start % self.file_size;
+        let path = self.dir.join(offset_to_name(file_start));
+        let mut f = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        f.seek(SeekFrom::Start(self.pending_start - file_start))
+            .and_then(|_| f.write_all(&self.pending))
+            .map_err(|e| Error::io(&path, e))?;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Write what is pending and give every file its full size (pre-allocated zeros).
+    fn finish(&mut self) -> Result<()> {
+        self.flush()?;
+        for &start in &self.files {
+            let path = self.dir.join(offset_to_name(start));
+            let f = OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(|e| Error::io(&path, e))?;
+            f.set_len(self.file_size)
+                .and_then(|_| f.sync_all())
+                .map_err(|e| Error::io(&path, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Appends messages and dispatches them, as the broker's put path and reput service do.
+pub struct StoreWriter {
+    root: PathBuf,
+    options: WriterOptions,
+    segment: Option<SegmentWriter>,
+    next_offset: u64,
+    queue_offsets: HashMap<(String, i32), i64>,
+    cqs: HashMap<(String, i32), CqWriter>,
+    index: Option<IndexBuilder>,
+    last_store_timestamp: i64,
+    last_cq_timestamp: i64,
+    buf: Vec<u8>,
+}
+
+impl StoreWriter {
+    /// Start writing a new store in `root` (created if missing; it must not hold a commitlog).
+    pub fn create(root: &Path, options: WriterOptions) -> Result<Self> {
+        std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let cl = root.join(paths::COMMITLOG);
+        if cl.is_dir()
+            && std::fs::read_dir(&cl)
+                .map_err(|e| Error::io(&cl, e))?
+                .next()
+                .is_some()
+        {
+            return Err(Error::layout(&cl, "refusing to write into an existing commitlog"));
+        }
+        let index = options
+            .index
+            .then(|| IndexBuilder::new(root.join(paths::INDEX), &options.geometry))
+            .transpose()?;
+        Ok(StoreWriter {
+            root: root.to_path_buf(),
+            options,
+            segment: None,
+            next_offset: 0,
+            queue_offsets: HashMap::new(),
+            cqs: HashMap::new(),
+            index,
+            last_store_timestamp: 0,
+            last_cq_timestamp: 0,
+            buf: Vec::new(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.options.geometry
+    }
+
+    /// Start the commitlog at `offset` (a multiple of the file size), as after old files expired.
+    pub fn set_start_offset(&mut self, offset: u64) {
+        if self.segment.is_none() {
+            self.next_offset = offset;
+        }
+    }
+
+    /// The next queue offset the broker would assign in (topic, queue).
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.queue_offsets
+            .get(&(topic.to_string(), queue_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn set_next_queue_offset(&mut self, topic: &str, queue_id: i32, next: i64) {
+        self.queue_offsets.insert((topic.to_string(), queue_id), next);
+    }
+
+    /// The commitlog offset the next record would get (if it fits the current file).
+    pub fn next_offset(&self) -> u64 {
+        self.segment
+            .as_ref()
+            .map(|s| s.start + s.pos)
+            .unwrap_or(self.next_offset)
+    }
+
+    fn open_segment(&mut self, start: u64) -> Result<()> {
+        let dir = self.root.join(paths::COMMITLOG);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let path = dir.join(offset_to_name(start));
+        let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        self.segment = Some(SegmentWriter {
+            path,
+            start,
+            pos: 0,
+            out: BufWriter::with_capacity(1 << 20, f),
+        });
+        Ok(())
+    }
+
+    fn close_segment(&mut self) -> Result<()> {
+        if let Some(mut s) = self.segment.take() {
+            let size = self.options.geometry.commitlog_file_size.value;
+            s.out.flush().map_err(|e| Error::io(&s.path, e))?;
+            let f = s.out.get_ref();
+            f.set_len(size)
+                .and_then(|_| f.sync_all())
+                .map_err(|e| Error::io(&s.path, e))?;
+            self.next_offset = s.start + size;
+        }
+        Ok(())
+    }
+
+    /// Append a message as the broker's `CommitLog.putMessage` does: assign the physical offset
+    /// and (for NOT/COMMIT records) the next queue offset, end the file with a blank record when
+    /// the message does not fit, then dispatch it.
+    pub fn append(&mut self, mut msg: Message) -> Result<Appended> {
+        let file_size = self.options.geometry.commitlog_file_size.value;
+        let len = msg.encoded_len();
+        if (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size {
+            return Err(Error::layout(
+                &self.root,
+                format!("a record of {len} bytes does not fit commitlog files of {file_size} bytes"),
+            ));
+        }
+        if self.segment.is_none() {
+            self.open_segment(self.next_offset)?;
+        }
+        let needs_roll = self
+            .segment
+            .as_ref()
+            .is_some_and(|s| (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size - s.pos);
+        if needs_roll {
+            if let Some(s) = self.segment.as_mut() {
+                let left = (file_size - s.pos) as i32;
+                s.out
+                    .write_all(&blank_record(left))
+                    .map_err(|e| Error::io(&s.path, e))?;
+            }
+            self.close_segment()?;
+            self.open_segment(self.next_offset)?;
+        }
+        let Some(seg) = self.segment.as_mut() else {
+            return Err(Error::layout(&self.root, "no commitlog file open"));
+        };
+        let wrote_offset = seg.start + seg.pos;
+        msg.physical_offset = wrote_offset as i64;
+        let key = (msg.topic.clone(), msg.queue_id);
+        let queued = msg.transaction_type().is_queued();
+        msg.queue_offset = if queued {
+            *self.queue_offsets.get(&key).unwrap_or(&0)
+        } else {
+            0
+        };
+        self.buf.clear();
+        msg.encode_into(&mut self.buf)
+            .map_err(|e| Error::layout(&seg.path, e.to_string()))?;
+        seg.out
+            .write_all(&self.buf)
+            .map_err(|e| Error::io(&seg.path, e))?;
+        seg.pos += self.buf.len() as u64;
+        if queued {
+            let n = msg
+                .property(crate::format::commitlog::prop::INNER_NUM)
+                .and_then(|s| crate::format::java::parse_int(&s))
+                .filter(|_| msg.sys_flag & crate::format::commitlog::sysflag::INNER_BATCH != 0)
+                .unwrap_or(1) as i64;
+            self.queue_offsets.insert(key, msg.queue_offset + n);
+        }
+        let buf = std::mem::take(&mut self.buf);
+        let res = self.dispatch_bytes(&buf, wrote_offset);
+        self.buf = buf;
+        res?;
+        Ok(Appended {
+            wrote_offset,
+            wrote_bytes: len,
+            queue_offset: msg.queue_offset,
+            msg_id: crate::format::msgid::offset_msg_id(&msg.store_host, wrote_offset as i64),
+        })
+    }
+
+    fn dispatch_bytes(&mut self, buf: &[u8], offset: u64) -> Result<()> {
+        let path = self
+            .segment
+            .as_ref()
+            .map(|s| s.path.clone())
+            .unwrap_or_default();
+        match parse_record(buf, 0, offset, false) {
+            Ok(Record::Message(m)) => self.dispatch_record(&m),
+            Ok(_) => Err(Error::data(
+                &path,
+                offset,
+                ErrorKind::Invalid {
+                    what: "encoded record",
+                    detail: "did not parse back".into(),
+                },
+            )),
+            Err(e) => Err(e.in_file(&path, offset)),
+        }
+    }
+
+    /// Dispatch an existing record (rebuild): consume queue unit and index entries.
+    pub fn dispatch_record(&mut self, m: &MessageRef<'_>) -> Result<()> {
+        let d: Dispatch = dispatch(m, &self.options.geometry).map_err(|e| {
+            Error::data(
+                Path::new(&offset_to_name(m.position)),
+                m.position,
+                ErrorKind::Invalid {
+                    what: "record",
+                    detail: e.to_string(),
+                },
+            )
+        })?;
+        self.last_store_timestamp = m.store_timestamp;
+        if self.options.consumequeue {
+            if let Some(cq) = &d.cq {
+                let file_size = self.options.geometry.cq_file_size();
+                let dir = self
+                    .root
+                    .join(paths::CONSUMEQUEUE)
+                    .join(&cq.topic)
+                    .join(cq.queue_id.to_string());
+                self.cqs
+                    .entry((cq.topic.clone(), cq.queue_id))
+                    .or_insert_with(|| CqWriter::new(dir, file_size))
+                    .put(cq.unit, cq.queue_offset)?;
+                self.last_cq_timestamp = m.store_timestamp;
+            }
+        }
+        if let Some(ix) = self.index.as_mut() {
+            ix.add(m)?;
+        }
+        Ok(())
+    }
+
+    /// Finish: pad the last commitlog file to full size, write consume queues, index files and
+    /// the checkpoint. Returns the checkpoint written.
+    pub fn finish(mut self) -> Result<Checkpoint> {
+        self.close_segment()?;
+        for cq in self.cqs.values_mut() {
+            cq.finish()?;
+        }
+        let index_ts = match self.index.take() {
+            Some(ix) => ix.finish()?,
+            None => 0,
+        };
+        let cp = Checkpoint {
+            physic_msg_timestamp: self.last_store_timestamp,
+            logics_msg_timestamp: self.last_cq_timestamp,
+            index_msg_timestamp: index_ts,
+            ..Default::default()
+        };
+        let p = self.root.join(paths::CHECKPOINT);
+        write_synced(&p, &cp.to_bytes())?;
+        Ok(cp)
+    }
+}
+
+/// Write a whole file and fsync it.
+pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let mut f = File::create(path).map_err(|e| Error::io(path, e))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| Error::io(path, e))
+}
