@@ -9,6 +9,7 @@ use std::path::Path;
 
 use common::*;
 use rmqstore::engine::dispatch::{dispatch, record_tags_code};
+use rmqstore::engine::index::IndexNaming;
 use rmqstore::engine::writer::{StoreWriter, WriterOptions};
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::read::RecordIter;
@@ -58,23 +59,50 @@ fn every_record_matches_the_java_dump() {
             assert_eq!(m.queue_id as i64, j["queueId"].as_i64().unwrap(), "{ctx}");
             assert_eq!(m.queue_offset, j["queueOffset"].as_i64().unwrap(), "{ctx}");
             assert_eq!(m.sys_flag as i64, j["sysFlag"].as_i64().unwrap(), "{ctx}");
-            assert_eq!(m.store_timestamp, j["storeTimestamp"].as_i64().unwrap(), "{ctx}");
-            assert_eq!(m.born_timestamp, j["bornTimestamp"].as_i64().unwrap(), "{ctx}");
-            assert_eq!(java_host(&m.born_host), j["bornHost"].as_str().unwrap(), "{ctx}");
-            assert_eq!(java_host(&m.store_host), j["storeHost"].as_str().unwrap(), "{ctx}");
+            assert_eq!(
+                m.store_timestamp,
+                j["storeTimestamp"].as_i64().unwrap(),
+                "{ctx}"
+            );
+            assert_eq!(
+                m.born_timestamp,
+                j["bornTimestamp"].as_i64().unwrap(),
+                "{ctx}"
+            );
+            assert_eq!(
+                java_host(&m.born_host),
+                j["bornHost"].as_str().unwrap(),
+                "{ctx}"
+            );
+            assert_eq!(
+                java_host(&m.store_host),
+                j["storeHost"].as_str().unwrap(),
+                "{ctx}"
+            );
             assert_eq!(
                 m.prepared_transaction_offset,
                 j["preparedTransactionOffset"].as_i64().unwrap(),
                 "{ctx}"
             );
-            assert_eq!(m.reconsume_times as i64, j["reconsumeTimes"].as_i64().unwrap());
+            assert_eq!(
+                m.reconsume_times as i64,
+                j["reconsumeTimes"].as_i64().unwrap()
+            );
             assert_eq!(m.flag as i64, j["flag"].as_i64().unwrap(), "{ctx}");
             assert_eq!(m.body.len() as i64, j["bodyLen"].as_i64().unwrap(), "{ctx}");
-            assert_eq!(sha256_hex(&m.body), j["bodySha256"].as_str().unwrap(), "{ctx}");
+            assert_eq!(
+                sha256_hex(&m.body),
+                j["bodySha256"].as_str().unwrap(),
+                "{ctx}"
+            );
             with_ref(raw, *pos, |r| {
                 assert_eq!(r.body_crc as i64, j["bodyCRC"].as_i64().unwrap(), "{ctx}");
                 assert!(r.body_crc_ok(), "{ctx}");
-                assert_eq!(r.offset_msg_id(), j["offsetMsgId"].as_str().unwrap(), "{ctx}");
+                assert_eq!(
+                    r.offset_msg_id(),
+                    j["offsetMsgId"].as_str().unwrap(),
+                    "{ctx}"
+                );
                 assert_eq!(
                     r.property("KEYS").as_deref(),
                     j["keys"].as_str(),
@@ -131,14 +159,28 @@ fn every_manifest_put_is_found() {
                 continue;
             }
             let off = line["wroteOffset"].as_u64().unwrap();
-            let (m, raw) = by_offset.get(&off).unwrap_or_else(|| panic!("{ctx}: no record"));
-            assert_eq!(raw.len() as u64, line["wroteBytes"].as_u64().unwrap(), "{ctx}");
+            let (m, raw) = by_offset
+                .get(&off)
+                .unwrap_or_else(|| panic!("{ctx}: no record"));
+            assert_eq!(
+                raw.len() as u64,
+                line["wroteBytes"].as_u64().unwrap(),
+                "{ctx}"
+            );
             assert_eq!(m.topic, line["storedTopic"].as_str().unwrap(), "{ctx}");
             assert_eq!(m.queue_id as i64, line["storedQueueId"].as_i64().unwrap());
-            assert_eq!(m.queue_offset, line["queueOffset"].as_i64().unwrap(), "{ctx}");
+            assert_eq!(
+                m.queue_offset,
+                line["queueOffset"].as_i64().unwrap(),
+                "{ctx}"
+            );
             assert_eq!(m.sys_flag as i64, line["storedSysFlag"].as_i64().unwrap());
             assert_eq!(m.store_timestamp, line["storeTimestamp"].as_i64().unwrap());
-            assert_eq!(sha256_hex(&m.body), line["bodySha256"].as_str().unwrap(), "{ctx}");
+            assert_eq!(
+                sha256_hex(&m.body),
+                line["bodySha256"].as_str().unwrap(),
+                "{ctx}"
+            );
             with_ref(raw, off, |r| {
                 assert_eq!(r.offset_msg_id(), line["msgId"].as_str().unwrap(), "{ctx}");
                 // what the broker stored (4.9.1+ brokers drop WAIT from the stored string)
@@ -153,7 +195,11 @@ fn every_manifest_put_is_found() {
                 theirs.remove("WAIT");
                 assert_eq!(ours, theirs, "{ctx}: stored properties");
                 if line["kind"] == "normal" {
-                    assert_eq!(r.property("KEYS").as_deref(), line["keys"].as_str(), "{ctx}");
+                    assert_eq!(
+                        r.property("KEYS").as_deref(),
+                        line["keys"].as_str(),
+                        "{ctx}"
+                    );
                     assert_eq!(r.tags().as_deref(), line["tags"].as_str(), "{ctx}");
                 }
                 if let Some(sha) = line["uncompressedBodySha256"].as_str() {
@@ -179,9 +225,9 @@ fn every_consume_queue_unit_points_at_its_record() {
         let mut units = 0;
         for ((topic, qid), cq) in &store.queues {
             cq.for_each_unit(|q, u| {
-                let raw = recs
-                    .get(&(u.offset as u64))
-                    .unwrap_or_else(|| panic!("{name} {topic}/{qid}@{q}: no record at {}", u.offset));
+                let raw = recs.get(&(u.offset as u64)).unwrap_or_else(|| {
+                    panic!("{name} {topic}/{qid}@{q}: no record at {}", u.offset)
+                });
                 with_ref(raw, u.offset as u64, |r| {
                     assert_eq!(r.total_size, u.size);
                     assert_eq!(&*r.topic, topic.as_str());
@@ -228,10 +274,18 @@ fn queue_and_commitlog_bounds_match_java() {
             let cq = store.queue(topic, qid).unwrap();
             let jmax = jq["maxOffsetInQueue"].as_i64().unwrap();
             if store.abort.present {
-                assert_eq!(dispatched[&(topic.to_string(), qid)], jmax, "{name} {topic}/{qid}");
+                assert_eq!(
+                    dispatched[&(topic.to_string(), qid)],
+                    jmax,
+                    "{name} {topic}/{qid}"
+                );
                 assert!(cq.max_offset().unwrap() as i64 <= jmax);
             } else {
-                assert_eq!(cq.max_offset().unwrap() as i64, jmax, "{name} {topic}/{qid}");
+                assert_eq!(
+                    cq.max_offset().unwrap() as i64,
+                    jmax,
+                    "{name} {topic}/{qid}"
+                );
             }
             assert_eq!(
                 cq.min_offset(min).unwrap() as i64,
@@ -256,6 +310,7 @@ fn writer_reproduces_the_broker_files() {
                 geometry: store.geometry.clone(),
                 consumequeue: true,
                 index: true,
+                index_naming: IndexNaming::Local,
             },
         )
         .unwrap();
@@ -269,15 +324,28 @@ fn writer_reproduces_the_broker_files() {
         // commitlog: identical files (the crashed store's last file is pre-allocated and empty,
         // which our writer does not create).
         for seg in &ours.commitlog.segments {
-            let theirs = std::fs::read(store.root.join("commitlog").join(seg.path.file_name().unwrap())).unwrap();
-            assert!(std::fs::read(&seg.path).unwrap() == theirs, "{name}: {}", seg.path.display());
+            let theirs = std::fs::read(
+                store
+                    .root
+                    .join("commitlog")
+                    .join(seg.path.file_name().unwrap()),
+            )
+            .unwrap();
+            assert!(
+                std::fs::read(&seg.path).unwrap() == theirs,
+                "{name}: {}",
+                seg.path.display()
+            );
         }
         assert_eq!(ours.queues.len(), store.queues.len(), "{name}");
         for (key, cq) in &store.queues {
             let mine = &ours.queues[key];
             assert_eq!(mine.files.len(), cq.files.len(), "{name} {key:?}");
             for (a, b) in mine.files.iter().zip(&cq.files) {
-                let (x, y) = (std::fs::read(&a.path).unwrap(), std::fs::read(&b.path).unwrap());
+                let (x, y) = (
+                    std::fs::read(&a.path).unwrap(),
+                    std::fs::read(&b.path).unwrap(),
+                );
                 if store.abort.present {
                     // the killed broker's queues may lag: its units must be a prefix of ours
                     let n = valid_units(&y).count() * 20;
@@ -291,11 +359,18 @@ fn writer_reproduces_the_broker_files() {
             // index files: the same contents (names are the broker's wall clock, ours the data's)
             assert_eq!(ours.index_files.len(), store.index_files.len(), "{name}");
             for (a, b) in ours.index_files.iter().zip(&store.index_files) {
-                assert!(std::fs::read(a).unwrap() == std::fs::read(b).unwrap(), "{name} {}", b.display());
+                assert!(
+                    std::fs::read(a).unwrap() == std::fs::read(b).unwrap(),
+                    "{name} {}",
+                    b.display()
+                );
             }
             let cp = ours.checkpoint().unwrap().unwrap();
             let theirs = store.checkpoint().unwrap().unwrap();
-            assert_eq!(cp.physic_msg_timestamp, theirs.physic_msg_timestamp, "{name}");
+            assert_eq!(
+                cp.physic_msg_timestamp, theirs.physic_msg_timestamp,
+                "{name}"
+            );
             assert_eq!(cp.index_msg_timestamp, theirs.index_msg_timestamp, "{name}");
         }
     }

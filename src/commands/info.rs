@@ -119,7 +119,11 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
             .segments
             .iter()
             .map(|s| FileInfo {
-                name: s.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                name: s
+                    .path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
                 start: s.start,
                 size: s.len,
             })
@@ -187,7 +191,10 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
         let m = Mapped::open(p)?;
         match IndexHeader::from_bytes(&m) {
             Ok(h) => index_files.push(IndexFileInfo {
-                name: p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                name: p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
                 size: m.len() as u64,
                 entries: (h.index_count as i64 - 1).max(0),
                 begin_timestamp: h.begin_timestamp,
@@ -240,7 +247,11 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(
         out,
         "shutdown   {}",
-        if i.clean_shutdown { "clean" } else { "UNCLEAN (abort file present)" }
+        if i.clean_shutdown {
+            "clean"
+        } else {
+            "UNCLEAN (abort file present)"
+        }
     )?;
     for line in i.geometry.describe() {
         writeln!(out, "geometry   {line}")?;
@@ -262,11 +273,19 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
             cp.physic_msg_timestamp, cp.logics_msg_timestamp, cp.index_msg_timestamp
         )?;
     }
-    writeln!(out, "\n{:<40} {:>5} {:>12} {:>12}", "TOPIC", "QUEUE", "MIN", "MAX")?;
+    writeln!(
+        out,
+        "\n{:<40} {:>5} {:>12} {:>12}",
+        "TOPIC", "QUEUE", "MIN", "MAX"
+    )?;
     for system in [false, true] {
         for t in i.topics.iter().filter(|t| t.system == system) {
             for q in &t.queues {
-                writeln!(out, "{:<40} {:>5} {:>12} {:>12}", t.topic, q.queue_id, q.min_offset, q.max_offset)?;
+                writeln!(
+                    out,
+                    "{:<40} {:>5} {:>12} {:>12}",
+                    t.topic, q.queue_id, q.min_offset, q.max_offset
+                )?;
             }
         }
     }
@@ -286,9 +305,17 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
             }
         }
     }
-    writeln!(out, "\n{:<20} {:>10} {:>15} {:>15}", "INDEX FILE", "ENTRIES", "BEGIN", "END")?;
+    writeln!(
+        out,
+        "\n{:<20} {:>10} {:>15} {:>15}",
+        "INDEX FILE", "ENTRIES", "BEGIN", "END"
+    )?;
     for f in &i.index_files {
-        writeln!(out, "{:<20} {:>10} {:>15} {:>15}", f.name, f.entries, f.begin_timestamp, f.end_timestamp)?;
+        writeln!(
+            out,
+            "{:<20} {:>10} {:>15} {:>15}",
+            f.name, f.entries, f.begin_timestamp, f.end_timestamp
+        )?;
     }
     for n in &i.notes {
         writeln!(out, "note: {n}")?;

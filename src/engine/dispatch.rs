@@ -157,21 +157,41 @@ mod tests {
 
     #[test]
     fn normal_record() {
-        let b = msg("T", &[("TAGS", "TagA"), ("UNIQ_KEY", "U1"), ("KEYS", "k1  k2")], 0);
+        let b = msg(
+            "T",
+            &[("TAGS", "TagA"), ("UNIQ_KEY", "U1"), ("KEYS", "k1  k2")],
+            0,
+        );
         let d = run(&b).unwrap();
         let cq = d.cq.unwrap();
-        assert_eq!((cq.topic.as_str(), cq.queue_id, cq.queue_offset), ("T", 2, 7));
-        assert_eq!(cq.unit, CqUnit { offset: 1000, size: b.len() as i32, tags_code: 2598919 });
+        assert_eq!(
+            (cq.topic.as_str(), cq.queue_id, cq.queue_offset),
+            ("T", 2, 7)
+        );
+        assert_eq!(
+            cq.unit,
+            CqUnit {
+                offset: 1000,
+                size: b.len() as i32,
+                tags_code: 2598919
+            }
+        );
         assert_eq!(d.index_keys, vec!["T#U1", "T#k1", "T#k2"]);
     }
 
     #[test]
     fn schedule_topic_uses_delivery_time() {
         let b = msg(SCHEDULE_TOPIC, &[("TAGS", "TagA"), ("DELAY", "3")], 0);
-        assert_eq!(run(&b).unwrap().cq.unwrap().unit.tags_code, 1_700_000_010_000);
+        assert_eq!(
+            run(&b).unwrap().cq.unwrap().unit.tags_code,
+            1_700_000_010_000
+        );
         // capped at the max level
         let b = msg(SCHEDULE_TOPIC, &[("DELAY", "99")], 0);
-        assert_eq!(run(&b).unwrap().cq.unwrap().unit.tags_code, 1_700_007_200_000);
+        assert_eq!(
+            run(&b).unwrap().cq.unwrap().unit.tags_code,
+            1_700_007_200_000
+        );
         // level 0 keeps the tags hash
         let b = msg(SCHEDULE_TOPIC, &[("TAGS", "TagA"), ("DELAY", "0")], 0);
         assert_eq!(run(&b).unwrap().cq.unwrap().unit.tags_code, 2598919);

@@ -10,7 +10,10 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use super::dispatch::{DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
+use super::dispatch::{
+    DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+};
+use super::index::IndexNaming;
 use super::writer::{StoreWriter, WriterOptions};
 use crate::format::commitlog::{encode_properties, prop, sysflag, Host, Message, MessageVersion};
 use crate::format::compression::{compress, Compression};
@@ -74,8 +77,22 @@ impl Rng {
 }
 
 const WORDS: [&str; 16] = [
-    "order", "payment", "refund", "shipped", "customer", "amount", "currency", "status",
-    "warehouse", "priority", "express", "invoice", "coupon", "region", "上海", "Zürich",
+    "order",
+    "payment",
+    "refund",
+    "shipped",
+    "customer",
+    "amount",
+    "currency",
+    "status",
+    "warehouse",
+    "priority",
+    "express",
+    "invoice",
+    "coupon",
+    "region",
+    "上海",
+    "Zürich",
 ];
 
 struct Gen<'a> {
@@ -141,12 +158,26 @@ impl<'a> Gen<'a> {
         s.into_bytes()
     }
 
-    fn base_message(&mut self, topic: &str, queue_id: i32, body: Vec<u8>, props: Vec<u8>) -> Message {
+    fn base_message(
+        &mut self,
+        topic: &str,
+        queue_id: i32,
+        body: Vec<u8>,
+        props: Vec<u8>,
+    ) -> Message {
         let born = self.clock - 1 - self.rng.below(5) as i64;
         let born_host = if self.rng.below(97) == 0 {
-            Host::new("fd00::21".parse().unwrap_or(std::net::Ipv6Addr::LOCALHOST.into()), 50000)
+            Host::new(
+                "fd00::21"
+                    .parse()
+                    .unwrap_or(std::net::Ipv6Addr::LOCALHOST.into()),
+                50000,
+            )
         } else {
-            Host::v4([10, 1, 0, 21 + self.rng.below(3) as u8], 50000 + self.rng.below(1000) as i32)
+            Host::v4(
+                [10, 1, 0, 21 + self.rng.below(3) as u8],
+                50000 + self.rng.below(1000) as i32,
+            )
         };
         Message {
             topic: topic.to_string(),
@@ -177,12 +208,18 @@ impl<'a> Gen<'a> {
     /// Deliver every parked message that is due, level by level, as the schedule service does.
     fn deliver_due(&mut self) -> Result<()> {
         for level in 0..self.parked.len() {
-            while self.parked[level].front().is_some_and(|(t, _)| *t <= self.clock) {
+            while self.parked[level]
+                .front()
+                .is_some_and(|(t, _)| *t <= self.clock)
+            {
                 let Some((_, parked)) = self.parked[level].pop_front() else {
                     break;
                 };
                 let p = parked.properties();
-                let real_topic = p.get(prop::REAL_TOPIC).map(|s| s.into_owned()).unwrap_or_default();
+                let real_topic = p
+                    .get(prop::REAL_TOPIC)
+                    .map(|s| s.into_owned())
+                    .unwrap_or_default();
                 let real_qid = p
                     .get(prop::REAL_QID)
                     .and_then(|s| crate::format::java::parse_int(&s))
@@ -236,13 +273,19 @@ impl<'a> Gen<'a> {
         }
         match self.rng.below(4) {
             0 => pairs.push((prop::KEYS.into(), format!("key-{i}"))),
-            1 => pairs.push((prop::KEYS.into(), format!("order-{i} user-{}", self.rng.below(50)))),
+            1 => pairs.push((
+                prop::KEYS.into(),
+                format!("order-{i} user-{}", self.rng.below(50)),
+            )),
             2 => pairs.push((prop::KEYS.into(), format!("hot-key-{}", i % 7))),
             _ => {}
         }
         pairs.push((prop::UNIQ_KEY.into(), self.uniq_key()));
         pairs.push((prop::WAIT.into(), "true".into()));
-        pairs.push(("traceId".into(), format!("t{:x}", self.rng.next() & 0xFFFFF)));
+        pairs.push((
+            "traceId".into(),
+            format!("t{:x}", self.rng.next() & 0xFFFFF),
+        ));
         if i % 5 == 0 {
             pairs.push(("region".into(), "cn-上海".into()));
         }
@@ -258,7 +301,11 @@ impl<'a> Gen<'a> {
             };
             let c = compress(kind.unwrap_or(Compression::Zlib), &text)
                 .map_err(|e| Error::io(self.w.root(), e))?;
-            (c, kind.map(|k| k.sys_flag_bits()).unwrap_or(sysflag::COMPRESSED))
+            (
+                c,
+                kind.map(|k| k.sys_flag_bits())
+                    .unwrap_or(sysflag::COMPRESSED),
+            )
         } else if self.rng.below(4) == 0 {
             let mut b = Vec::new();
             let n = 1 + self.rng.below(2000) as usize;
@@ -277,7 +324,13 @@ impl<'a> Gen<'a> {
         }
         let a = self.put(m.clone())?;
         if topic == TOPICS[0] {
-            self.sent_back_pool.push_back((a.msg_id, Message { queue_offset: a.queue_offset, ..m }));
+            self.sent_back_pool.push_back((
+                a.msg_id,
+                Message {
+                    queue_offset: a.queue_offset,
+                    ..m
+                },
+            ));
             if self.sent_back_pool.len() > 64 {
                 self.sent_back_pool.pop_front();
             }
@@ -356,7 +409,10 @@ impl<'a> Gen<'a> {
             (prop::TRAN_MSG.to_string(), "true".to_string()),
             (prop::PGROUP.to_string(), "TxProducerGroup".to_string()),
             (prop::UNIQ_KEY.to_string(), self.uniq_key()),
-            (prop::KEYS.to_string(), format!("tx-{}", self.summary.records)),
+            (
+                prop::KEYS.to_string(),
+                format!("tx-{}", self.summary.records),
+            ),
             (prop::REAL_TOPIC.to_string(), TOPICS[1].to_string()),
             (prop::REAL_QID.to_string(), queue.to_string()),
             (prop::CLUSTER.to_string(), "DefaultCluster".to_string()),
@@ -365,7 +421,8 @@ impl<'a> Gen<'a> {
         let props = self.props(pairs);
         let m = self.base_message(TRANS_HALF_TOPIC, 0, body, props);
         let a = self.put(m.clone())?;
-        self.open_tx.push_back((a.wrote_offset as i64, a.queue_offset, m));
+        self.open_tx
+            .push_back((a.wrote_offset as i64, a.queue_offset, m));
         Ok(())
     }
 
@@ -378,7 +435,10 @@ impl<'a> Gen<'a> {
             1 | 2 => {
                 // commit: the real message, COMMIT type, pointing at the half record
                 let p = half.properties();
-                let topic = p.get(prop::REAL_TOPIC).map(|s| s.into_owned()).unwrap_or_default();
+                let topic = p
+                    .get(prop::REAL_TOPIC)
+                    .map(|s| s.into_owned())
+                    .unwrap_or_default();
                 let qid = p
                     .get(prop::REAL_QID)
                     .and_then(|s| crate::format::java::parse_int(&s))
@@ -387,7 +447,8 @@ impl<'a> Gen<'a> {
                 m.version = MessageVersion::for_topic(&topic);
                 m.topic = topic;
                 m.queue_id = qid;
-                m.sys_flag = (m.sys_flag & !sysflag::TRANSACTION_MASK) | sysflag::TRANSACTION_COMMIT;
+                m.sys_flag =
+                    (m.sys_flag & !sysflag::TRANSACTION_MASK) | sysflag::TRANSACTION_COMMIT;
                 m.prepared_transaction_offset = half_offset;
                 m.store_timestamp = self.clock;
                 self.put(m)?;
@@ -414,7 +475,10 @@ impl<'a> Gen<'a> {
     fn typed_transaction(&mut self, rollback: bool) -> Result<()> {
         let pairs = vec![
             (prop::UNIQ_KEY.to_string(), self.uniq_key()),
-            (prop::KEYS.to_string(), format!("typed-tx-{}", self.summary.records)),
+            (
+                prop::KEYS.to_string(),
+                format!("typed-tx-{}", self.summary.records),
+            ),
             (prop::TAGS.to_string(), "TagTx".to_string()),
         ];
         let body = self.text_body(80);
@@ -439,11 +503,12 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
             geometry: opts.geometry.clone(),
             consumequeue: true,
             index: true,
+            index_naming: IndexNaming::Utc,
         },
     )?;
     let levels = opts.geometry.delay_levels.value.len();
     let mut g = Gen {
-        rng: Rng(opts.seed ^ 0x5EED_0F_4B40_u64),
+        rng: Rng(opts.seed ^ 0x005E_ED0F_4B40_u64),
         w,
         opts,
         clock: START_MS,
@@ -519,8 +584,14 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
     let retry = format!("{RETRY_PREFIX}{}", GROUPS[0]);
     let retry_max = g.w.next_queue_offset(&retry, 0);
     offsets.set(&retry, GROUPS[0], 0, retry_max / 2);
-    persist(&config.join(ConsumerOffsets::FILE_NAME), &previous.to_pretty())?;
-    persist(&config.join(ConsumerOffsets::FILE_NAME), &offsets.to_pretty())?;
+    persist(
+        &config.join(ConsumerOffsets::FILE_NAME),
+        &previous.to_pretty(),
+    )?;
+    persist(
+        &config.join(ConsumerOffsets::FILE_NAME),
+        &offsets.to_pretty(),
+    )?;
 
     let mut delay = DelayOffsets::new();
     for (i, &n) in g.delivered_upto.iter().enumerate() {
@@ -560,6 +631,9 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
     if v5 {
         groups.insert(SubscriptionGroupConfig::new(g.long_group.clone()));
     }
-    persist(&config.join(SubscriptionGroups::FILE_NAME), &groups.to_pretty())?;
+    persist(
+        &config.join(SubscriptionGroups::FILE_NAME),
+        &groups.to_pretty(),
+    )?;
     Ok(())
 }

@@ -10,10 +10,29 @@ use crate::format::indexfile::infer::{infer_geometry, InferResult};
 use crate::format::indexfile::write::{
     name_by_store_time, AddOutcome, IndexRecord, Indexer, NamedIndexFile, NewFileContext,
 };
-use crate::format::indexfile::IndexGeometry;
+use crate::format::indexfile::{format_file_name_in, parse_file_name_in, IndexGeometry};
 use crate::format::mapped::Mapped;
 
 type NameFn = fn(&NewFileContext<'_>) -> String;
+
+/// How new index files are named: by the store time of the record that opens them, in the local
+/// time zone as the broker does, or in UTC so that generated stores do not depend on the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexNaming {
+    Local,
+    Utc,
+}
+
+fn name_by_store_time_utc(ctx: &NewFileContext<'_>) -> String {
+    let mut t = ctx.trigger_store_timestamp;
+    if let Some(prev) = ctx
+        .prev_name
+        .and_then(|n| parse_file_name_in(n, &chrono::Utc))
+    {
+        t = t.max(prev.saturating_add(1));
+    }
+    format_file_name_in(t, &chrono::Utc).unwrap_or_else(|| format!("{:017}", t.max(0)))
+}
 
 /// Builds the index files of a store as the broker's `IndexService.buildIndex` does, writing
 /// each file to `dir` when it is full. Files are named by the store time of the record that
@@ -26,13 +45,16 @@ pub struct IndexBuilder {
 }
 
 impl IndexBuilder {
-    pub fn new(dir: PathBuf, g: &Geometry) -> Result<Self> {
+    pub fn new(dir: PathBuf, g: &Geometry, naming: IndexNaming) -> Result<Self> {
         let geometry = IndexGeometry {
             slots: g.index_slots.value,
             entries: g.index_entries.value,
         };
-        let indexer = Indexer::new(geometry, name_by_store_time as NameFn)
-            .map_err(|kind| Error::data(&dir, 0, kind))?;
+        let name_fn: NameFn = match naming {
+            IndexNaming::Local => name_by_store_time,
+            IndexNaming::Utc => name_by_store_time_utc,
+        };
+        let indexer = Indexer::new(geometry, name_fn).map_err(|kind| Error::data(&dir, 0, kind))?;
         Ok(IndexBuilder {
             dir,
             indexer,

@@ -10,7 +10,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::dispatch::{dispatch, Dispatch};
-use super::index::IndexBuilder;
+use super::index::{IndexBuilder, IndexNaming};
 use super::store::paths;
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
@@ -29,6 +29,8 @@ pub struct WriterOptions {
     pub consumequeue: bool,
     /// Build index files (`messageIndexEnable`).
     pub index: bool,
+    /// How new index files are named.
+    pub index_naming: IndexNaming,
 }
 
 /// What one append did, as the broker's `AppendMessageResult` reports it.
@@ -185,11 +187,20 @@ impl StoreWriter {
                 .next()
                 .is_some()
         {
-            return Err(Error::layout(&cl, "refusing to write into an existing commitlog"));
+            return Err(Error::layout(
+                &cl,
+                "refusing to write into an existing commitlog",
+            ));
         }
         let index = options
             .index
-            .then(|| IndexBuilder::new(root.join(paths::INDEX), &options.geometry))
+            .then(|| {
+                IndexBuilder::new(
+                    root.join(paths::INDEX),
+                    &options.geometry,
+                    options.index_naming,
+                )
+            })
             .transpose()?;
         Ok(StoreWriter {
             root: root.to_path_buf(),
@@ -229,7 +240,8 @@ impl StoreWriter {
     }
 
     pub fn set_next_queue_offset(&mut self, topic: &str, queue_id: i32, next: i64) {
-        self.queue_offsets.insert((topic.to_string(), queue_id), next);
+        self.queue_offsets
+            .insert((topic.to_string(), queue_id), next);
     }
 
     /// The commitlog offset the next record would get (if it fits the current file).
@@ -276,7 +288,9 @@ impl StoreWriter {
         if (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size {
             return Err(Error::layout(
                 &self.root,
-                format!("a record of {len} bytes does not fit commitlog files of {file_size} bytes"),
+                format!(
+                    "a record of {len} bytes does not fit commitlog files of {file_size} bytes"
+                ),
             ));
         }
         if self.segment.is_none() {

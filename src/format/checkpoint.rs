@@ -126,7 +126,10 @@ mod tests {
         assert_eq!(&b[32..40], &[0, 0, 0, 0, 0, 0, 0, 0x8B]);
         assert!(b[40..].iter().all(|&x| x == 0));
         assert_eq!(Checkpoint::from_bytes(&b).unwrap(), c);
-        assert_eq!(Checkpoint::from_bytes(&b[..24]).unwrap().confirm_phy_offset, 0);
+        assert_eq!(
+            Checkpoint::from_bytes(&b[..24]).unwrap().confirm_phy_offset,
+            0
+        );
         let e = Checkpoint::from_bytes(&b[..10]).unwrap_err();
         assert_eq!(e.offset, 0);
         assert_eq!(c.min_timestamp(), 1700000000123 - 3000);

@@ -248,10 +248,7 @@ pub fn parse_java_properties(text: &str) -> BTreeMap<String, String> {
         let (k, v) = match split {
             Some(i) => {
                 let v = line[i..].trim_start();
-                let v = v
-                    .strip_prefix(['=', ':'])
-                    .map(str::trim_start)
-                    .unwrap_or(v);
+                let v = v.strip_prefix(['=', ':']).map(str::trim_start).unwrap_or(v);
                 (&line[..i], v)
             }
             None => (line, ""),
@@ -300,7 +297,10 @@ mod tests {
         });
         assert_eq!(g.index_slots, Sourced::new(7, Source::Flag));
         assert_eq!(g.index_entries, Sourced::new(4000, Source::BrokerConf));
-        assert_eq!(g.commitlog_file_size, Sourced::new(1048576, Source::BrokerConf));
+        assert_eq!(
+            g.commitlog_file_size,
+            Sourced::new(1048576, Source::BrokerConf)
+        );
         assert_eq!(g.delay_levels.value, vec![1000, 2000]);
         assert_eq!(g.delay_millis(2), Some(2000));
         assert_eq!(g.delay_millis(0), None);

@@ -142,7 +142,8 @@ mod tests {
     #[test]
     fn uniq_key_decode() {
         // From the 4.9 oracle: an IPv6 client (fd00::2).
-        let k = decode_uniq_key("FD00000000000000000000000000000232055FFD2B2799E3F3CB0000").unwrap();
+        let k =
+            decode_uniq_key("FD00000000000000000000000000000232055FFD2B2799E3F3CB0000").unwrap();
         assert_eq!(k.ip, "fd00::2".parse::<IpAddr>().unwrap());
         assert_eq!(k.pid, 0x3205);
         assert_eq!(k.counter, 0);

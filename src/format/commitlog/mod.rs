@@ -224,13 +224,19 @@ impl<'a> Properties<'a> {
                     return None;
                 }
                 let (name, value) = (&seg[..i], &seg[i + 1..]);
-                Some((String::from_utf8_lossy(name), String::from_utf8_lossy(value)))
+                Some((
+                    String::from_utf8_lossy(name),
+                    String::from_utf8_lossy(value),
+                ))
             })
     }
 
     /// The value of `name`; a repeated name keeps the last value, as Java's map does.
     pub fn get(&self, name: &str) -> Option<Cow<'a, str>> {
-        self.iter().filter(|(k, _)| k == name).last().map(|(_, v)| v)
+        self.iter()
+            .filter(|(k, _)| k == name)
+            .last()
+            .map(|(_, v)| v)
     }
 
     /// Name/value pairs as a map, last value winning.

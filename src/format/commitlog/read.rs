@@ -17,11 +17,15 @@ use crate::format::mapped::Mapped;
 pub const MIN_RECORD_LEN: usize = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 1 + 2;
 
 /// What is found at a position of a commitlog file.
+// Messages are the common case on the hot path: keep them unboxed.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum Record<'a> {
     Message(MessageRef<'a>),
     /// The end-of-file blank: TOTALSIZE (the bytes left, as the broker writes it) and BLANK magic.
-    Blank { size: i32 },
+    Blank {
+        size: i32,
+    },
     /// Zero size and magic, or fewer than 8 bytes left: no more data in this file.
     EndOfData,
 }
@@ -65,7 +69,7 @@ pub fn parse_record(
     }
     let raw = &buf[pos..pos + size as usize];
     let msg = parse_message(raw, pos as u64, file_start + pos as u64, version)?;
-    if check_crc && msg.body.len() > 0 && !msg.body_crc_ok() {
+    if check_crc && !msg.body.is_empty() && !msg.body_crc_ok() {
         return Err(at(ErrorKind::BodyCrc {
             stored: msg.body_crc as u32,
             computed: masked_crc32(msg.body),
@@ -303,7 +307,11 @@ pub enum LayoutIssue {
     /// `second` starts before `first` ends.
     Overlap { first: PathBuf, second: PathBuf },
     /// A file whose length differs from the others' (`expected`).
-    OddSize { path: PathBuf, len: u64, expected: u64 },
+    OddSize {
+        path: PathBuf,
+        len: u64,
+        expected: u64,
+    },
     /// A file whose name is not 20 digits.
     Foreign { path: PathBuf },
 }

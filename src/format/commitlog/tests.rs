@@ -179,7 +179,10 @@ fn corruption_is_reported_with_offsets() {
     // a negative topic length (byte 0x80)
     let mut b = example_bytes();
     b[0x66] = 0x80;
-    let e = RecordIter::new(&b, p, 0, false).next().unwrap().unwrap_err();
+    let e = RecordIter::new(&b, p, 0, false)
+        .next()
+        .unwrap()
+        .unwrap_err();
     assert!(e.to_string().contains("at byte 102"), "{e}");
 }
 

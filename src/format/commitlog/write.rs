@@ -15,7 +15,14 @@ pub fn record_len(
     topic_len: usize,
     props_len: usize,
 ) -> usize {
-    4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
+    4 + 4
+        + 4
+        + 4
+        + 4
+        + 8
+        + 8
+        + 4
+        + 8
         + born_host_len
         + 8
         + store_host_len

@@ -126,7 +126,7 @@ impl ConsumeQueue {
             let map = Mapped::open(&f.path)?;
             let n = valid_units(&map).count() as u64;
             end = f.start + n * UNIT_SIZE as u64;
-            if (n * UNIT_SIZE as u64) < self.file_size.min(map.len() as u64) || map.len() == 0 {
+            if (n * UNIT_SIZE as u64) < self.file_size.min(map.len() as u64) || map.is_empty() {
                 break;
             }
         }

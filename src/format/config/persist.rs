@@ -1,0 +1,174 @@
+//! Loading and writing config files the way the broker does (FORMAT.md 9.1).
+//!
+//! [`load`] follows `ConfigManager.load`: read `<file>`; if it is missing, empty or unparsable,
+//! read `<file>.bak`; if that is missing or empty too, start from the empty state. Unlike the
+//! broker, the result says which of these happened. [`persist`] follows 4.9's `MixAll.string2File`
+//! (`.tmp`, then `.bak`, then rename), adding fsyncs.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::files::ConfigFile;
+use crate::format::error::Error;
+
+/// Where a loaded config came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigSource {
+    /// The main file.
+    Main,
+    /// The `.bak` file, because the main file was `reason`: `missing`, `empty`,
+    /// `unreadable: <io error>` or `unparsable: at byte N: <what was expected>`.
+    Backup { reason: String },
+    /// Neither file exists: the empty state, as the broker starts.
+    Missing,
+    /// No usable content: the main file is empty, unparsable or missing, and the `.bak` is
+    /// missing or empty. The broker starts from the empty state here too. `reason` says both.
+    Empty { reason: String },
+}
+
+/// A config value with its origin; `path` is the file read (the main path if none was).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loaded<T> {
+    pub value: T,
+    pub source: ConfigSource,
+    pub path: PathBuf,
+}
+
+/// `<path><suffix>`, e.g. `topics.json.bak`.
+pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+enum Attempt<T> {
+    Loaded(T),
+    Missing,
+    Empty,
+    Bad { reason: String, error: Error },
+}
+
+fn attempt<T: ConfigFile>(path: &Path) -> Attempt<T> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Attempt::Missing,
+        Err(e) => {
+            return Attempt::Bad {
+                reason: format!("unreadable: {e}"),
+                error: Error::io(path, e),
+            }
+        }
+    };
+    // The broker treats a zero-length file as empty. A file of only whitespace (or a BOM) makes
+    // the broker keep an empty state without trying the .bak; we count it as empty and use the
+    // .bak, which still holds the previous generation.
+    let body = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes);
+    if body
+        .iter()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+    {
+        return Attempt::Empty;
+    }
+    match T::from_bytes(&bytes) {
+        Ok(v) => Attempt::Loaded(v),
+        Err(e) => Attempt::Bad {
+            reason: format!("unparsable: {e}"),
+            error: e.in_file(path, 0),
+        },
+    }
+}
+
+/// Loads `config_dir/T::FILE_NAME` with the broker's `.bak` fallback.
+pub fn load<T: ConfigFile>(config_dir: &Path) -> Result<Loaded<T>, Error> {
+    load_file(&config_dir.join(T::FILE_NAME))
+}
+
+/// Loads `main` (falling back to `main.bak`) as `T`. An unreadable or unparsable `.bak` after an
+/// unusable main file is an error naming both files (the broker refuses to start then).
+pub fn load_file<T: ConfigFile>(main: &Path) -> Result<Loaded<T>, Error> {
+    let main_reason = match attempt::<T>(main) {
+        Attempt::Loaded(value) => {
+            return Ok(Loaded {
+                value,
+                source: ConfigSource::Main,
+                path: main.to_path_buf(),
+            })
+        }
+        Attempt::Missing => None,
+        Attempt::Empty => Some("empty".to_string()),
+        Attempt::Bad { reason, .. } => Some(reason),
+    };
+    let bak = with_suffix(main, ".bak");
+    let empty = |bak_state: &str| {
+        let source = match &main_reason {
+            None if bak_state == "missing" => ConfigSource::Missing,
+            _ => ConfigSource::Empty {
+                reason: format!(
+                    "{}: {}; {}: {bak_state}",
+                    main.display(),
+                    main_reason.as_deref().unwrap_or("missing"),
+                    bak.display()
+                ),
+            },
+        };
+        Ok(Loaded {
+            value: T::empty(),
+            source,
+            path: main.to_path_buf(),
+        })
+    };
+    match attempt::<T>(&bak) {
+        Attempt::Loaded(value) => Ok(Loaded {
+            value,
+            source: ConfigSource::Backup {
+                reason: main_reason.unwrap_or_else(|| "missing".to_string()),
+            },
+            path: bak,
+        }),
+        Attempt::Missing => empty("missing"),
+        Attempt::Empty => empty("empty"),
+        Attempt::Bad { error, .. } => Err(Error::layout(
+            main,
+            format!(
+                "{}; and the backup is unusable: {error}",
+                main_reason.as_deref().unwrap_or("missing")
+            ),
+        )),
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut f = File::create(path).map_err(|e| Error::io(path, e))?;
+    f.write_all(bytes).map_err(|e| Error::io(path, e))?;
+    f.sync_all().map_err(|e| Error::io(path, e))
+}
+
+/// Writes `text` to `path` as 4.9's `MixAll.string2File` does, made durable: write `<file>.tmp` and
+/// fsync it; copy the current `<file>` (if any) to `<file>.bak` and fsync that; rename `.tmp` over
+/// `<file>`; fsync the directory.
+pub fn persist(path: &Path, text: &str) -> Result<(), Error> {
+    let tmp = with_suffix(path, ".tmp");
+    let bak = with_suffix(path, ".bak");
+    write_synced(&tmp, text.as_bytes())?;
+    match fs::read(path) {
+        Ok(old) => write_synced(&bak, &old)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(path, e)),
+    }
+    fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+/// Writes `value` to `config_dir/T::FILE_NAME` with [`persist`]; returns the path.
+pub fn save<T: ConfigFile>(config_dir: &Path, value: &T) -> Result<PathBuf, Error> {
+    let path = config_dir.join(T::FILE_NAME);
+    persist(&path, &value.to_pretty())?;
+    Ok(path)
+}
