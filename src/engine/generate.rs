@@ -16,7 +16,7 @@ use super::dispatch::{
 use super::index::IndexNaming;
 use super::writer::{StoreWriter, WriterOptions};
 use crate::format::commitlog::{encode_properties, prop, sysflag, Host, Message, MessageVersion};
-use crate::format::compression::{compress, Compression};
+use crate::format::compression::{Compression, Compressor};
 use crate::format::config::files::{
     ConfigFile, ConsumerOffsets, DataVersion, DelayOffsets, SubscriptionGroupConfig,
     SubscriptionGroups, TopicConfig, TopicConfigs,
@@ -112,6 +112,7 @@ struct Gen<'a> {
     open_tx: VecDeque<(i64, i64, Message)>,
     summary: GenSummary,
     long_group: String,
+    compressor: Compressor,
 }
 
 impl<'a> Gen<'a> {
@@ -299,7 +300,9 @@ impl<'a> Gen<'a> {
                 2 => Some(Compression::Lz4),
                 _ => Some(Compression::Zstd),
             };
-            let c = compress(kind.unwrap_or(Compression::Zlib), &text)
+            let c = self
+                .compressor
+                .compress(kind.unwrap_or(Compression::Zlib), &text)
                 .map_err(|e| Error::io(self.w.root(), e))?;
             (
                 c,
@@ -322,8 +325,10 @@ impl<'a> Gen<'a> {
             let level = DELAY_LEVELS[self.rng.below(DELAY_LEVELS.len() as u64) as usize];
             return self.park(m, level, Vec::new());
         }
-        let a = self.put(m.clone())?;
-        if topic == TOPICS[0] {
+        let keep = topic == TOPICS[0] && self.sent_back_pool.len() < 64;
+        let copy = keep.then(|| m.clone());
+        let a = self.put(m)?;
+        if let Some(m) = copy {
             self.sent_back_pool.push_back((
                 a.msg_id,
                 Message {
@@ -331,9 +336,6 @@ impl<'a> Gen<'a> {
                     ..m
                 },
             ));
-            if self.sent_back_pool.len() > 64 {
-                self.sent_back_pool.pop_front();
-            }
         }
         Ok(())
     }
@@ -520,6 +522,7 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
         open_tx: VecDeque::new(),
         summary: GenSummary::default(),
         long_group: format!("LongGroup{}", "x".repeat(125)),
+        compressor: Compressor::default(),
     };
     let mut i = 0u64;
     while i < opts.messages {

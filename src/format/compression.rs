@@ -76,7 +76,52 @@ pub fn compress(kind: Compression, body: &[u8]) -> std::io::Result<Vec<u8>> {
             e.write_all(body)?;
             e.finish().map_err(std::io::Error::other)
         }
-        Compression::Zstd => zstd::stream::encode_all(body, 5),
+        Compression::Zstd => zstd::bulk::compress(body, 5),
+    }
+}
+
+/// Compressors that keep their state between bodies (a fresh zlib or zstd context per body
+/// costs more than compressing a small one).
+pub struct Compressor {
+    zlib: flate2::Compress,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+}
+
+impl Default for Compressor {
+    fn default() -> Self {
+        Compressor {
+            zlib: flate2::Compress::new(flate2::Compression::new(5), true),
+            zstd: zstd::bulk::Compressor::new(5).ok(),
+        }
+    }
+}
+
+impl Compressor {
+    /// Same output as [`compress`].
+    pub fn compress(&mut self, kind: Compression, body: &[u8]) -> std::io::Result<Vec<u8>> {
+        match kind {
+            Compression::Zlib => {
+                self.zlib.reset();
+                let mut out = Vec::with_capacity(body.len() / 2 + 64);
+                loop {
+                    let done = self.zlib.total_in() as usize;
+                    let rest = body.get(done..).unwrap_or_default();
+                    let status = self
+                        .zlib
+                        .compress_vec(rest, &mut out, flate2::FlushCompress::Finish)
+                        .map_err(std::io::Error::other)?;
+                    if status == flate2::Status::StreamEnd {
+                        return Ok(out);
+                    }
+                    out.reserve(out.capacity().max(64));
+                }
+            }
+            Compression::Zstd => match self.zstd.as_mut() {
+                Some(z) => z.compress(body),
+                None => compress(kind, body),
+            },
+            Compression::Lz4 => compress(kind, body),
+        }
     }
 }
 
@@ -87,8 +132,12 @@ mod tests {
     #[test]
     fn round_trips_and_types() {
         let body = b"hello hello hello hello compressed world".repeat(20);
+        let mut reused = Compressor::default();
         for kind in [Compression::Zlib, Compression::Lz4, Compression::Zstd] {
             let c = compress(kind, &body).unwrap();
+            for _ in 0..2 {
+                assert_eq!(reused.compress(kind, &body).unwrap(), c, "{kind:?}");
+            }
             assert_eq!(decompress(kind.sys_flag_bits(), &c).unwrap(), body);
             assert_eq!(Compression::of(kind.sys_flag_bits()), Some(kind));
         }

@@ -213,9 +213,9 @@ impl TransactionType {
 pub struct Properties<'a>(pub &'a [u8]);
 
 impl<'a> Properties<'a> {
-    /// The pairs in file order, parsed as `MessageDecoder.string2messageProperties` does: a segment
-    /// counts only when its first 0x01 leaves a non-empty name and a non-empty value.
-    pub fn iter(&self) -> impl Iterator<Item = (Cow<'a, str>, Cow<'a, str>)> + 'a {
+    /// The pairs in file order as raw bytes, parsed as `MessageDecoder.string2messageProperties`
+    /// does: a segment counts only when its first 0x01 leaves a non-empty name and value.
+    pub fn iter_raw(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
         self.0
             .split(|&b| b == PROPERTY_SEPARATOR)
             .filter_map(|seg| {
@@ -223,20 +223,22 @@ impl<'a> Properties<'a> {
                 if i == 0 || i + 1 >= seg.len() {
                     return None;
                 }
-                let (name, value) = (&seg[..i], &seg[i + 1..]);
-                Some((
-                    String::from_utf8_lossy(name),
-                    String::from_utf8_lossy(value),
-                ))
+                Some((&seg[..i], &seg[i + 1..]))
             })
+    }
+
+    /// The pairs in file order, decoded as UTF-8 the way Java does (U+FFFD for bad bytes).
+    pub fn iter(&self) -> impl Iterator<Item = (Cow<'a, str>, Cow<'a, str>)> + 'a {
+        self.iter_raw()
+            .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v)))
     }
 
     /// The value of `name`; a repeated name keeps the last value, as Java's map does.
     pub fn get(&self, name: &str) -> Option<Cow<'a, str>> {
-        self.iter()
-            .filter(|(k, _)| k == name)
+        self.iter_raw()
+            .filter(|(k, _)| *k == name.as_bytes())
             .last()
-            .map(|(_, v)| v)
+            .map(|(_, v)| String::from_utf8_lossy(v))
     }
 
     /// Name/value pairs as a map, last value winning.
