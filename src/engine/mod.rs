@@ -3,6 +3,7 @@
 pub mod dispatch;
 pub mod generate;
 pub mod index;
+pub mod scan;
 pub mod store;
 pub mod writer;
 

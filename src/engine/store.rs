@@ -123,6 +123,77 @@ impl Store {
     }
 }
 
+/// What a path given on the command line is: a store root or one file of a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorePath {
+    Root(PathBuf),
+    /// `commitlog/<20 digits>`.
+    CommitlogFile {
+        path: PathBuf,
+        start: u64,
+    },
+    /// `consumequeue/<topic>/<queueId>/<20 digits>`.
+    ConsumeQueueFile {
+        path: PathBuf,
+        topic: String,
+        queue_id: i32,
+        start: u64,
+    },
+    /// `index/<yyyyMMddHHmmssSSS>`.
+    IndexFile(PathBuf),
+    Checkpoint(PathBuf),
+    /// `config/*.json` (or `.bak`).
+    ConfigFile(PathBuf),
+}
+
+impl StorePath {
+    /// Classify `path` by its name and the names of its parent folders.
+    pub fn classify(path: &Path) -> Result<StorePath> {
+        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            return Ok(StorePath::Root(path.to_path_buf()));
+        }
+        let name_of = |p: Option<&Path>| {
+            p.and_then(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let name = name_of(Some(path));
+        let parent = path.parent();
+        let start = crate::format::filename::name_to_offset(&name);
+        let grand = parent.and_then(Path::parent);
+        let great = grand.and_then(Path::parent);
+        match (name_of(parent).as_str(), start) {
+            (paths::COMMITLOG, Some(start)) => {
+                return Ok(StorePath::CommitlogFile {
+                    path: path.to_path_buf(),
+                    start,
+                })
+            }
+            (qid, Some(start)) if name_of(great) == paths::CONSUMEQUEUE => {
+                if let Some(queue_id) = crate::format::java::parse_int(qid) {
+                    return Ok(StorePath::ConsumeQueueFile {
+                        path: path.to_path_buf(),
+                        topic: name_of(grand),
+                        queue_id,
+                        start,
+                    });
+                }
+            }
+            (paths::INDEX, _) => return Ok(StorePath::IndexFile(path.to_path_buf())),
+            (paths::CONFIG, _) => return Ok(StorePath::ConfigFile(path.to_path_buf())),
+            _ => {}
+        }
+        if name == paths::CHECKPOINT {
+            return Ok(StorePath::Checkpoint(path.to_path_buf()));
+        }
+        Err(Error::layout(
+            path,
+            "not a store root nor a known store file (commitlog/, consumequeue/<topic>/<queue>/, index/, config/, checkpoint)",
+        ))
+    }
+}
+
 /// `consumequeue/<topic>/<queueId>/` folders; non-numeric queue folder names are ignored, as the
 /// broker's `loadConsumeQueue` does.
 fn list_queue_dirs(dir: &Path) -> Result<Vec<(String, i32, PathBuf)>> {
@@ -201,4 +272,56 @@ fn infer(
         o.index_entries = Some(entries);
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_store_paths() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9");
+        assert_eq!(
+            StorePath::classify(&root).unwrap(),
+            StorePath::Root(root.clone())
+        );
+        let cl = root.join("commitlog/00000000000000262144");
+        assert_eq!(
+            StorePath::classify(&cl).unwrap(),
+            StorePath::CommitlogFile {
+                path: cl.clone(),
+                start: 262144
+            }
+        );
+        let cq = root.join("consumequeue/OrderTopic/2/00000000000000000000");
+        assert_eq!(
+            StorePath::classify(&cq).unwrap(),
+            StorePath::ConsumeQueueFile {
+                path: cq.clone(),
+                topic: "OrderTopic".into(),
+                queue_id: 2,
+                start: 0
+            }
+        );
+        let cp = root.join("checkpoint");
+        assert_eq!(
+            StorePath::classify(&cp).unwrap(),
+            StorePath::Checkpoint(cp.clone())
+        );
+        let conf = root.join("config/consumerOffset.json");
+        assert_eq!(
+            StorePath::classify(&conf).unwrap(),
+            StorePath::ConfigFile(conf.clone())
+        );
+        let e = StorePath::classify(&root.join("nope")).unwrap_err();
+        assert!(e.to_string().contains("nope"));
+        let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/README.md");
+        assert!(StorePath::classify(&readme).is_err());
+        // a store opens; a folder that is not one is refused with a reason
+        let s = Store::open(&root, &GeometryInputs::default()).unwrap();
+        assert_eq!(s.topics().len(), 8);
+        assert_eq!(s.topic_queues("OrderTopic").count(), 4);
+        let not = Store::open(&root.join("config"), &GeometryInputs::default()).unwrap_err();
+        assert!(not.to_string().contains("not a RocketMQ store root"));
+    }
 }
