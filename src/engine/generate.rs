@@ -18,10 +18,9 @@ use super::writer::{StoreWriter, WriterOptions};
 use crate::format::commitlog::{encode_properties, prop, sysflag, Host, Message, MessageVersion};
 use crate::format::compression::{Compression, Compressor};
 use crate::format::config::files::{
-    ConfigFile, ConsumerOffsets, DataVersion, DelayOffsets, SubscriptionGroupConfig,
-    SubscriptionGroups, TopicConfig, TopicConfigs,
+    ConsumerOffsets, DataVersion, DelayOffsets, SubscriptionGroupConfig, SubscriptionGroups,
+    TopicConfig, TopicConfigs,
 };
-use crate::format::config::persist;
 use crate::format::error::{Error, Result};
 use crate::format::geometry::Geometry;
 use crate::format::msgid::to_hex;
@@ -557,8 +556,6 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
 }
 
 fn write_configs(g: &Gen<'_>) -> Result<()> {
-    let config = g.w.root().join("config");
-    std::fs::create_dir_all(&config).map_err(|e| Error::io(&config, e))?;
     let now = g.clock;
     let v5 = g.v5();
     let version = |counter| {
@@ -587,14 +584,8 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
     let retry = format!("{RETRY_PREFIX}{}", GROUPS[0]);
     let retry_max = g.w.next_queue_offset(&retry, 0);
     offsets.set(&retry, GROUPS[0], 0, retry_max / 2);
-    persist(
-        &config.join(ConsumerOffsets::FILE_NAME),
-        &previous.to_pretty(),
-    )?;
-    persist(
-        &config.join(ConsumerOffsets::FILE_NAME),
-        &offsets.to_pretty(),
-    )?;
+    g.w.write_config(&previous)?;
+    g.w.write_config(&offsets)?;
 
     let mut delay = DelayOffsets::new();
     for (i, &n) in g.delivered_upto.iter().enumerate() {
@@ -603,7 +594,7 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
             delay.set(level, n);
         }
     }
-    persist(&config.join(DelayOffsets::FILE_NAME), &delay.to_pretty())?;
+    g.w.write_config(&delay)?;
 
     let mut topics = TopicConfigs::new(version(TOPICS.len() as i64));
     for t in TOPICS {
@@ -625,7 +616,7 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
         c.write_queue_nums = 1;
         topics.insert(c);
     }
-    persist(&config.join(TopicConfigs::FILE_NAME), &topics.to_pretty())?;
+    g.w.write_config(&topics)?;
 
     let mut groups = SubscriptionGroups::new(version(GROUPS.len() as i64));
     for gname in GROUPS {
@@ -634,9 +625,6 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
     if v5 {
         groups.insert(SubscriptionGroupConfig::new(g.long_group.clone()));
     }
-    persist(
-        &config.join(SubscriptionGroups::FILE_NAME),
-        &groups.to_pretty(),
-    )?;
+    g.w.write_config(&groups)?;
     Ok(())
 }

@@ -16,6 +16,7 @@ use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::write::blank_record;
 use crate::format::commitlog::{Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
+use crate::format::config::{persist, ConfigFile};
 use crate::format::consumequeue::{CqUnit, PRE_BLANK_SIZE, UNIT_SIZE};
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::filename::offset_to_name;
@@ -401,6 +402,13 @@ impl StoreWriter {
             ix.add(m)?;
         }
         Ok(())
+    }
+
+    /// Write a config file in the broker's form (`config/<name>`, the previous one kept as `.bak`).
+    pub fn write_config<T: ConfigFile>(&self, value: &T) -> Result<()> {
+        let dir = self.root.join(paths::CONFIG);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        persist(&dir.join(T::FILE_NAME), &value.to_pretty())
     }
 
     /// Finish: pad the last commitlog file to full size, write consume queues, index files and
