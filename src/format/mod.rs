@@ -12,6 +12,7 @@ pub mod config;
 pub mod consumequeue;
 pub mod error;
 pub mod filename;
+pub mod finding;
 pub mod geometry;
 pub mod indexfile;
 pub mod java;

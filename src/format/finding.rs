@@ -1,0 +1,323 @@
+//! `Finding`: one thing wrong (or worth knowing) about a store, as data. `verify` produces them,
+//! `repair` plans from them, the TUI lists them, `--json` prints them.
+//!
+//! Codes are stable strings, `<part>.<what>`; every code in use is listed in [`CODES`] with its
+//! default severity and a sentence, and nowhere else.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// How bad a finding is. Ordered: `Info < Warning < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Error,
+}
+
+impl std::fmt::Display for Severity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        })
+    }
+}
+
+/// One finding: what, where (file and byte offset), and what the broker would do about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub severity: Severity,
+    /// A stable code from [`CODES`].
+    pub code: &'static str,
+    #[serde(serialize_with = "path_str")]
+    pub file: PathBuf,
+    /// Byte offset inside `file`.
+    pub offset: u64,
+    /// A sentence for humans.
+    pub message: String,
+    /// What the broker would do about it on its next start, when that is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub broker_action: Option<String>,
+}
+
+fn path_str<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(&p.display())
+}
+
+impl Finding {
+    /// A finding with the default severity of `code`.
+    pub fn new(code: &'static str, file: &Path, offset: u64, message: impl Into<String>) -> Self {
+        Finding {
+            severity: default_severity(code),
+            code,
+            file: file.to_path_buf(),
+            offset,
+            message: message.into(),
+            broker_action: None,
+        }
+    }
+
+    pub fn with_severity(mut self, s: Severity) -> Self {
+        self.severity = s;
+        self
+    }
+
+    pub fn with_action(mut self, action: impl Into<String>) -> Self {
+        self.broker_action = Some(action.into());
+        self
+    }
+}
+
+/// Every finding code: (code, default severity, what it means).
+pub const CODES: &[(&str, Severity, &str)] = &[
+    (
+        "store.unreadable",
+        Severity::Error,
+        "a file or folder of the store cannot be read",
+    ),
+    (
+        "store.abort_present",
+        Severity::Warning,
+        "the abort file exists: the last shutdown was unclean",
+    ),
+    (
+        "store.live",
+        Severity::Warning,
+        "a broker seems to hold the store; the tail may move while it is read",
+    ),
+    (
+        "commitlog.foreign_file",
+        Severity::Error,
+        "a file in commitlog/ whose name is not a 20-digit offset",
+    ),
+    (
+        "commitlog.file_size",
+        Severity::Error,
+        "a commitlog file whose size differs from the configured one",
+    ),
+    (
+        "commitlog.gap",
+        Severity::Error,
+        "no commitlog file covers a range between two files",
+    ),
+    (
+        "commitlog.overlap",
+        Severity::Error,
+        "two commitlog files overlap",
+    ),
+    (
+        "commitlog.misnamed",
+        Severity::Error,
+        "a commitlog file name that is not a multiple of the file size",
+    ),
+    (
+        "commitlog.bad_record",
+        Severity::Error,
+        "a record that does not parse (magic, sizes, lengths)",
+    ),
+    (
+        "commitlog.crc_mismatch",
+        Severity::Error,
+        "a body whose CRC differs from BODYCRC",
+    ),
+    (
+        "commitlog.prop_crc_mismatch",
+        Severity::Error,
+        "the __CRC32# property does not match the record",
+    ),
+    (
+        "commitlog.physical_offset",
+        Severity::Error,
+        "PHYSICALOFFSET differs from the record's position",
+    ),
+    (
+        "commitlog.no_blank",
+        Severity::Error,
+        "a file that is not the last one ends without a blank record",
+    ),
+    (
+        "commitlog.blank_size",
+        Severity::Warning,
+        "a blank record whose size is not the bytes left in the file",
+    ),
+    (
+        "commitlog.dirty_tail",
+        Severity::Warning,
+        "non-zero bytes after the end of data",
+    ),
+    (
+        "commitlog.queue_offset_gap",
+        Severity::Error,
+        "queue offsets of a queue are not contiguous in the commitlog",
+    ),
+    (
+        "commitlog.queue_offset_repeat",
+        Severity::Warning,
+        "a queue offset appears twice in the commitlog",
+    ),
+    (
+        "commitlog.duplicate_uniq_key",
+        Severity::Info,
+        "the same UNIQ_KEY is stored at several offsets",
+    ),
+    (
+        "commitlog.bad_delay",
+        Severity::Error,
+        "a SCHEDULE_TOPIC_XXXX record whose DELAY is not a number",
+    ),
+    (
+        "consumequeue.file_size",
+        Severity::Error,
+        "a consume queue file whose size differs from the configured one",
+    ),
+    (
+        "consumequeue.gap",
+        Severity::Error,
+        "a consume queue file is missing between two others",
+    ),
+    (
+        "consumequeue.torn",
+        Severity::Error,
+        "non-zero bytes after the first invalid unit, or a partial unit",
+    ),
+    (
+        "consumequeue.unit_mismatch",
+        Severity::Error,
+        "a unit that does not point at the record it should",
+    ),
+    (
+        "consumequeue.past_end",
+        Severity::Error,
+        "a unit pointing past the commitlog's end of data",
+    ),
+    (
+        "consumequeue.missing_unit",
+        Severity::Error,
+        "a queued record with no consume queue unit",
+    ),
+    (
+        "consumequeue.stale_unit",
+        Severity::Info,
+        "a unit pointing below the commitlog's first offset",
+    ),
+    (
+        "index.bad_file",
+        Severity::Error,
+        "an index file that does not open (size, header)",
+    ),
+    (
+        "index.header_mismatch",
+        Severity::Warning,
+        "an index header that disagrees with its entries",
+    ),
+    (
+        "index.bad_chain",
+        Severity::Error,
+        "a slot or previous-entry pointer out of range",
+    ),
+    (
+        "index.dangling_entry",
+        Severity::Error,
+        "an entry whose record does not exist or does not hash to it",
+    ),
+    (
+        "index.missing_key",
+        Severity::Warning,
+        "a record key that no index entry covers",
+    ),
+    (
+        "index.geometry",
+        Severity::Warning,
+        "the index slot and entry counts could not be determined",
+    ),
+    (
+        "checkpoint.missing",
+        Severity::Warning,
+        "no checkpoint file",
+    ),
+    (
+        "checkpoint.bad_file",
+        Severity::Error,
+        "the checkpoint file is too short",
+    ),
+    (
+        "checkpoint.ahead",
+        Severity::Warning,
+        "checkpoint times are later than the data",
+    ),
+    (
+        "config.unparsable",
+        Severity::Error,
+        "a config file and its .bak do not parse",
+    ),
+    (
+        "config.from_backup",
+        Severity::Warning,
+        "a config file does not parse or is missing; its .bak does",
+    ),
+    (
+        "config.offset_above_max",
+        Severity::Error,
+        "a consumer offset above its queue's max offset",
+    ),
+    (
+        "config.offset_below_min",
+        Severity::Info,
+        "a consumer offset below its queue's min offset (expired data)",
+    ),
+    (
+        "config.delay_offset",
+        Severity::Warning,
+        "a delay offset outside its schedule queue",
+    ),
+    (
+        "config.unknown_topic",
+        Severity::Info,
+        "a consume queue whose topic is not in topics.json",
+    ),
+];
+
+/// The default severity of a code (Error for an unknown code, so a typo is loud).
+pub fn default_severity(code: &str) -> Severity {
+    CODES
+        .iter()
+        .find(|(c, _, _)| *c == code)
+        .map(|(_, s, _)| *s)
+        .unwrap_or(Severity::Error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for (c, _, what) in CODES {
+            assert!(seen.insert(*c), "duplicate {c}");
+            assert!(
+                c.contains('.')
+                    && c.chars()
+                        .all(|x| x.is_ascii_lowercase() || x == '.' || x == '_')
+            );
+            assert!(!what.is_empty());
+        }
+        let f = Finding::new(
+            "commitlog.crc_mismatch",
+            Path::new("commitlog/0"),
+            139,
+            "body CRC",
+        );
+        assert_eq!(f.severity, Severity::Error);
+        let j = serde_json::to_value(&f).unwrap();
+        assert_eq!(j["code"], "commitlog.crc_mismatch");
+        assert_eq!(j["file"], "commitlog/0");
+        assert_eq!(j["severity"], "error");
+        assert!(j.get("broker_action").is_none());
+        assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
+    }
+}
