@@ -5,6 +5,7 @@ pub mod exit;
 pub mod gen;
 pub mod info;
 pub mod output;
+pub mod rebuild;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ pub enum Command {
     Gen(gen::GenArgs),
     /// A first overview of a store: files, topics and queues, consumer groups, checkpoint.
     Info(info::InfoArgs),
+    /// Regenerate consume queues and index files from the commitlog.
+    Rebuild(rebuild::RebuildArgs),
 }
 
 /// Sizes the store was written with. The files do not record all of them: flags win, then the
@@ -81,6 +84,7 @@ pub fn run(cli: Cli) -> ExitStatus {
     let result = match cli.command {
         Command::Gen(a) => gen::run(&a, &mut out),
         Command::Info(a) => info::run(&a, &mut out),
+        Command::Rebuild(a) => rebuild::run(&a, &mut out),
     };
     let _ = out.flush();
     match result {

@@ -3,6 +3,8 @@
 pub mod dispatch;
 pub mod generate;
 pub mod index;
+pub mod rebuild;
+pub mod safedir;
 pub mod scan;
 pub mod store;
 pub mod writer;

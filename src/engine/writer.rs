@@ -5,8 +5,8 @@
 //! directory into place is done by `SafeDir` (atomic rename after fsync, old files kept).
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use super::dispatch::{dispatch, Dispatch};
@@ -17,7 +17,7 @@ use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::write::blank_record;
 use crate::format::commitlog::{Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
 use crate::format::config::{persist, ConfigFile};
-use crate::format::consumequeue::{CqUnit, PRE_BLANK_SIZE, UNIT_SIZE};
+use crate::format::consumequeue::write::QueueWriter;
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::filename::offset_to_name;
 use crate::format::geometry::Geometry;
@@ -50,119 +50,6 @@ struct SegmentWriter {
     out: BufWriter<File>,
 }
 
-/// Writes the units of one consume queue, following `ConsumeQueue.putMessagePositionInfo`.
-struct CqWriter {
-    dir: PathBuf,
-    file_size: u64,
-    /// Stream position of the next unit; `None` before the first unit.
-    pos: Option<u64>,
-    /// Units not yet written to disk and the stream position of the first of them.
-    pending: Vec<u8>,
-    pending_start: u64,
-    max_physic_offset: i64,
-    /// Files touched, by start offset, to extend to full size at the end.
-    files: Vec<u64>,
-}
-
-const CQ_FLUSH_BYTES: usize = 256 * 1024;
-
-impl CqWriter {
-    fn new(dir: PathBuf, file_size: u64) -> Self {
-        CqWriter {
-            dir,
-            file_size,
-            pos: None,
-            pending: Vec::new(),
-            pending_start: 0,
-            max_physic_offset: -1,
-            files: Vec::new(),
-        }
-    }
-
-    fn put(&mut self, unit: CqUnit, queue_offset: i64) -> Result<()> {
-        if unit.offset + unit.size as i64 <= self.max_physic_offset {
-            return Ok(()); // a repeat of a dispatched record
-        }
-        let expected = (queue_offset.max(0) as u64).saturating_mul(UNIT_SIZE as u64);
-        let pos = match self.pos {
-            Some(p) => p,
-            None => {
-                // First unit: the file holding it is created and, if the queue does not start
-                // at 0, filled with pre-blank units up to it (`fillPreBlank`).
-                let file_start = expected - expected % self.file_size;
-                self.pending_start = file_start;
-                let blank = CqUnit {
-                    offset: 0,
-                    size: PRE_BLANK_SIZE,
-                    tags_code: 0,
-                }
-                .to_bytes();
-                for _ in 0..(expected - file_start) / UNIT_SIZE as u64 {
-                    self.pending.extend_from_slice(&blank);
-                }
-                self.files.push(file_start);
-                expected
-            }
-        };
-        if queue_offset != 0 && expected < pos {
-            return Ok(()); // behind the write position: a repeat
-        }
-        // Ahead of the write position the broker logs "[BUG]logic queue order maybe wrong" and
-        // still appends at the write position; so do we.
-        self.pending.extend_from_slice(&unit.to_bytes());
-        let next = pos + UNIT_SIZE as u64;
-        self.pos = Some(next);
-        self.max_physic_offset = unit.offset + unit.size as i64;
-        if next % self.file_size == 0 {
-            self.flush()?;
-            self.pending_start = next;
-            self.files.push(next);
-        } else if self.pending.len() >= CQ_FLUSH_BYTES {
-            self.flush()?;
-            self.pending_start = next;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
-        }
-        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
-        let file_start = self.pending_start - self.pending_start % self.file_size;
-        let path = self.dir.join(offset_to_name(file_start));
-        let mut f = OpenOptions::new()
-            .create(true)
-            .write(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        f.seek(SeekFrom::Start(self.pending_start - file_start))
-            .and_then(|_| f.write_all(&self.pending))
-            .map_err(|e| Error::io(&path, e))?;
-        self.pending.clear();
-        Ok(())
-    }
-
-    /// Write what is pending and give every file its full size (pre-allocated zeros).
-    fn finish(&mut self) -> Result<()> {
-        self.flush()?;
-        for &start in &self.files {
-            let path = self.dir.join(offset_to_name(start));
-            let f = OpenOptions::new()
-                .create(true)
-                .write(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(|e| Error::io(&path, e))?;
-            f.set_len(self.file_size)
-                .and_then(|_| f.sync_all())
-                .map_err(|e| Error::io(&path, e))?;
-        }
-        Ok(())
-    }
-}
-
 /// Appends messages and dispatches them, as the broker's put path and reput service do.
 pub struct StoreWriter {
     root: PathBuf,
@@ -170,7 +57,7 @@ pub struct StoreWriter {
     segment: Option<SegmentWriter>,
     next_offset: u64,
     queue_offsets: HashMap<(String, i32), i64>,
-    cqs: HashMap<(String, i32), CqWriter>,
+    cqs: HashMap<(String, i32), QueueWriter>,
     index: Option<IndexBuilder>,
     last_store_timestamp: i64,
     last_cq_timestamp: i64,
@@ -393,7 +280,7 @@ impl StoreWriter {
                     .join(cq.queue_id.to_string());
                 self.cqs
                     .entry((cq.topic.clone(), cq.queue_id))
-                    .or_insert_with(|| CqWriter::new(dir, file_size))
+                    .or_insert_with(|| QueueWriter::new(dir, file_size))
                     .put(cq.unit, cq.queue_offset)?;
                 self.last_cq_timestamp = m.store_timestamp;
             }

@@ -4,6 +4,7 @@
 
 pub mod batch;
 pub mod ext;
+pub mod write;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,364 @@
+//! `rebuild`: broker-identical consume queues and index files, offsets kept after expired files,
+//! and an in-place switch that survives a kill at any moment.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Proc;
+
+use assert_cmd::Command;
+use common::*;
+
+fn bin() -> Command {
+    let mut c = Command::cargo_bin("rmqstore").unwrap();
+    c.env_clear().env("TZ", "UTC");
+    c
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
+}
+
+/// Relative path -> bytes for every file below `dir` (empty when it does not exist).
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return out;
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((
+                    p.strip_prefix(dir).unwrap().to_path_buf(),
+                    std::fs::read(&p).unwrap(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn contents(dir: &Path) -> Vec<Vec<u8>> {
+    tree(dir).into_iter().map(|(_, b)| b).collect()
+}
+
+#[test]
+fn rebuild_equals_the_brokers_files() {
+    for name in ["basic-4.9", "basic-5.x"] {
+        let Some(dir) = oracle(name) else { continue };
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("out");
+        bin()
+            .arg("rebuild")
+            .arg(dir.join("store"))
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success();
+        assert!(
+            tree(&out.join("consumequeue")) == tree(&dir.join("store/consumequeue")),
+            "{name}: consume queues differ"
+        );
+        // index files: identical bytes; only the names (the broker's wall clock) differ
+        assert_eq!(
+            contents(&out.join("index")),
+            contents(&dir.join("store/index")),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn rebuild_of_the_crashed_store_matches_java_recovery() {
+    let Some(dir) = oracle("crashed-4.9") else {
+        return;
+    };
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("out");
+    let o = bin()
+        .args(["rebuild", "--json", "--consumequeue"])
+        .arg(dir.join("store"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let s: serde_json::Value = serde_json::from_slice(&o).unwrap();
+    let q = java_queries(&dir);
+    assert_eq!(s["end_offset"], q["maxPhyOffset"]);
+    for jq in q["queues"].as_array().unwrap() {
+        let d = out
+            .join("consumequeue")
+            .join(jq["topic"].as_str().unwrap())
+            .join(jq["queueId"].to_string());
+        let units: usize = tree(&d)
+            .iter()
+            .map(|(_, b)| b.chunks(20).filter(|c| c.iter().any(|&x| x != 0)).count())
+            .sum();
+        assert_eq!(
+            units as i64,
+            jq["maxOffsetInQueue"].as_i64().unwrap(),
+            "{jq}"
+        );
+    }
+}
+
+#[test]
+fn topics_limit_the_rebuild() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("out");
+    bin()
+        .arg("rebuild")
+        .arg(fixture())
+        .args([
+            "--topic",
+            "OrderTopic",
+            "--topic",
+            "%DLQ%OrderGroup",
+            "--out",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let mut topics: Vec<String> = std::fs::read_dir(out.join("consumequeue"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    topics.sort();
+    assert_eq!(topics, vec!["%DLQ%OrderGroup", "OrderTopic"]);
+    assert!(
+        tree(&out.join("consumequeue/OrderTopic"))
+            == tree(&fixture().join("consumequeue/OrderTopic"))
+    );
+    // refuses to write over what exists
+    bin()
+        .arg("rebuild")
+        .arg(fixture())
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn queue_offsets_survive_expired_commitlog_files() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("s");
+    copy_tree(&fixture(), &store);
+    // the broker deleted the first three commitlog files (expired)
+    let mut files: Vec<_> = std::fs::read_dir(store.join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in &files[..3] {
+        std::fs::remove_file(f).unwrap();
+    }
+    let out = t.path().join("out");
+    bin()
+        .arg("rebuild")
+        .arg(&store)
+        .args(["--consumequeue", "--cq-file-units", "100", "--out"])
+        .arg(&out)
+        .assert()
+        .success();
+    let before = info(&store);
+    let mut after_store = t.path().join("after");
+    copy_tree(&store, &after_store);
+    std::fs::remove_dir_all(after_store.join("consumequeue")).unwrap();
+    copy_tree(&out.join("consumequeue"), &after_store.join("consumequeue"));
+    let after = info(&after_store);
+    let mut some_min_above_zero = false;
+    for t in before["topics"].as_array().unwrap() {
+        let a = after["topics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["topic"] == t["topic"]);
+        let Some(a) = a else { continue };
+        for (qb, qa) in t["queues"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(a["queues"].as_array().unwrap())
+        {
+            assert_eq!(qb["max_offset"], qa["max_offset"], "{}", t["topic"]);
+            assert_eq!(qb["min_offset"], qa["min_offset"], "{}", t["topic"]);
+            some_min_above_zero |= qa["min_offset"].as_u64().unwrap() > 0;
+        }
+    }
+    assert!(some_min_above_zero);
+    after_store.clear();
+}
+
+fn info(store: &Path) -> serde_json::Value {
+    let o = bin()
+        .arg("info")
+        .arg(store)
+        .arg("--json")
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&o).unwrap()
+}
+
+/// A store whose consume queues differ from what rebuild makes (one queue lost a file), plus the
+/// old and expected new trees of both folders.
+struct Case {
+    _t: tempfile::TempDir,
+    store: PathBuf,
+    old_cq: Vec<(PathBuf, Vec<u8>)>,
+    old_ix: Vec<(PathBuf, Vec<u8>)>,
+    new_cq: Vec<(PathBuf, Vec<u8>)>,
+}
+
+fn case() -> Case {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("s");
+    copy_tree(&fixture(), &store);
+    std::fs::remove_file(store.join("consumequeue/OrderTopic/1/00000000000000002000")).unwrap();
+    let (old_cq, old_ix) = (
+        tree(&store.join("consumequeue")),
+        tree(&store.join("index")),
+    );
+    let new_cq = tree(&fixture().join("consumequeue"));
+    assert_ne!(old_cq, new_cq);
+    Case {
+        _t: t,
+        store,
+        old_cq,
+        old_ix,
+        new_cq,
+    }
+}
+
+fn assert_old_or_new(c: &Case, ctx: &str) {
+    let cq = tree(&c.store.join("consumequeue"));
+    assert!(
+        cq == c.old_cq || cq == c.new_cq,
+        "{ctx}: consumequeue is neither old nor new"
+    );
+    let ix = contents(&c.store.join("index"));
+    let old: Vec<Vec<u8>> = c.old_ix.iter().map(|(_, b)| b.clone()).collect();
+    assert_eq!(ix, old, "{ctx}: index content (identical old and new) lost");
+}
+
+fn finish_and_check(c: &Case) {
+    bin()
+        .arg("rebuild")
+        .arg("--in-place")
+        .arg(&c.store)
+        .assert()
+        .success();
+    assert!(tree(&c.store.join("consumequeue")) == c.new_cq);
+    // the old folders are kept in a dated backup
+    let backups: Vec<_> = std::fs::read_dir(&c.store)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rmqstore-backup-"))
+        .collect();
+    assert!(!backups.is_empty());
+    // somewhere in the backups (an interrupted run's work folder is kept there too)
+    assert!(
+        backups
+            .iter()
+            .any(|b| holds_tree(&c.store.join(b), "consumequeue", &c.old_cq)),
+        "the old consumequeue folder was not kept"
+    );
+    assert!(!std::fs::read_dir(&c.store).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with(".rmqstore-rebuild-")));
+}
+
+/// True when a folder named `name` somewhere below `dir` has exactly `want`.
+fn holds_tree(dir: &Path, name: &str, want: &[(PathBuf, Vec<u8>)]) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.filter_map(|e| e.ok()).any(|e| {
+        let p = e.path();
+        p.is_dir() && ((e.file_name() == name && tree(&p) == want) || holds_tree(&p, name, want))
+    })
+}
+
+#[test]
+fn in_place_survives_a_crash_at_every_step() {
+    for point in [
+        "rebuild-built",
+        "rebuild-synced",
+        "swap-exchanged",
+        "rebuild-swapped-consumequeue",
+        "rebuild-swapped-index",
+    ] {
+        let c = case();
+        let st = bin()
+            .env("RMQSTORE_FAILPOINT", point)
+            .arg("rebuild")
+            .arg("--in-place")
+            .arg(&c.store)
+            .assert()
+            .get_output()
+            .status;
+        assert!(!st.success(), "{point}: should have crashed");
+        assert_old_or_new(&c, point);
+        finish_and_check(&c);
+    }
+}
+
+#[test]
+fn in_place_survives_sigkill_at_random_moments() {
+    let exe = assert_cmd::cargo::cargo_bin("rmqstore");
+    for delay_ms in [0u64, 3, 7, 12, 20, 30, 45, 70] {
+        let c = case();
+        let mut child = Proc::new(&exe)
+            .arg("rebuild")
+            .arg("--in-place")
+            .arg(&c.store)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        assert_old_or_new(&c, &format!("kill after {delay_ms} ms"));
+        finish_and_check(&c);
+    }
+}
+
+#[test]
+fn in_place_refuses_a_live_store() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("s");
+    copy_tree(&fixture(), &store);
+    let sleeper = Proc::new("sleep").arg("20").spawn().unwrap();
+    std::fs::write(store.join("abort"), sleeper.id().to_string()).unwrap();
+    let err = bin()
+        .arg("rebuild")
+        .arg("--in-place")
+        .arg(&store)
+        .assert()
+        .code(2)
+        .get_output()
+        .stderr
+        .clone();
+    assert!(
+        String::from_utf8_lossy(&err).contains("running"),
+        "{}",
+        String::from_utf8_lossy(&err)
+    );
+    let mut sleeper = sleeper;
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+    assert!(tree(&store.join("consumequeue")) == tree(&fixture().join("consumequeue")));
+}
