@@ -6,6 +6,7 @@ pub mod gen;
 pub mod info;
 pub mod output;
 pub mod rebuild;
+pub mod repair;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -34,6 +35,8 @@ pub enum Command {
     Info(info::InfoArgs),
     /// Regenerate consume queues and index files from the commitlog.
     Rebuild(rebuild::RebuildArgs),
+    /// Mend a damaged store without losing a byte (plan, salvage, switch in).
+    Repair(repair::RepairArgs),
 }
 
 /// Sizes the store was written with. The files do not record all of them: flags win, then the
@@ -85,6 +88,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Gen(a) => gen::run(&a, &mut out),
         Command::Info(a) => info::run(&a, &mut out),
         Command::Rebuild(a) => rebuild::run(&a, &mut out),
+        Command::Repair(a) => repair::run(&a, &mut out),
     };
     let _ = out.flush();
     match result {

@@ -4,6 +4,7 @@ pub mod dispatch;
 pub mod generate;
 pub mod index;
 pub mod rebuild;
+pub mod repair;
 pub mod safedir;
 pub mod scan;
 pub mod store;

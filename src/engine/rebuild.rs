@@ -45,6 +45,12 @@ pub struct RebuildSummary {
     pub end_offset: u64,
     /// The bad record or end of data that ended the walk before the last file, if any.
     pub stopped_early: Option<String>,
+    /// Store time of the last record dispatched (the checkpoint's physicMsgTimestamp).
+    pub last_store_timestamp: i64,
+    /// Store time of the last record given a consume queue unit (logicsMsgTimestamp).
+    pub last_queued_timestamp: i64,
+    /// End time of the last full index file (indexMsgTimestamp).
+    pub index_msg_timestamp: i64,
 }
 
 /// One commitlog file's contribution: units per queue in record order.
@@ -55,6 +61,8 @@ struct SegmentUnits {
     end_pos: usize,
     end: SegmentEnd,
     error: Option<Error>,
+    last_store_timestamp: i64,
+    last_queued_timestamp: i64,
 }
 
 fn wanted(opts: &RebuildOptions, topic: &str) -> bool {
@@ -71,6 +79,8 @@ fn collect_units(seg: &Segment, opts: &RebuildOptions, done: &AtomicU64) -> Resu
         end_pos: 0,
         end: SegmentEnd::Running,
         error: None,
+        last_store_timestamp: 0,
+        last_queued_timestamp: 0,
     };
     for r in it.by_ref() {
         let m = match r {
@@ -82,6 +92,7 @@ fn collect_units(seg: &Segment, opts: &RebuildOptions, done: &AtomicU64) -> Resu
         };
         out.records += 1;
         out.bytes += m.raw.len() as u64;
+        out.last_store_timestamp = m.store_timestamp;
         if out.records % 4096 == 0 {
             done.fetch_add(4096 * 1024, Ordering::Relaxed);
         }
@@ -99,6 +110,7 @@ fn collect_units(seg: &Segment, opts: &RebuildOptions, done: &AtomicU64) -> Resu
             )
         })?;
         if let Some(cq) = d.cq {
+            out.last_queued_timestamp = m.store_timestamp;
             out.queues
                 .entry((cq.topic, cq.queue_id))
                 .or_default()
@@ -112,13 +124,21 @@ fn collect_units(seg: &Segment, opts: &RebuildOptions, done: &AtomicU64) -> Resu
 
 /// Index the records the broker's recovery would dispatch: files up to and including the first
 /// one whose walk does not end in a blank record.
-fn build_index(segments: &[Segment], opts: &RebuildOptions, out_root: &Path) -> Result<usize> {
+fn build_index(
+    segments: &[Segment],
+    opts: &RebuildOptions,
+    out_root: &Path,
+) -> Result<(usize, i64)> {
     let mut ix = IndexBuilder::new(
         out_root.join(paths::INDEX),
         &opts.geometry,
         opts.index_naming,
     )?;
-    for seg in segments {
+    let file_size = opts.geometry.commitlog_file_size.value;
+    for (i, seg) in segments.iter().enumerate() {
+        if i > 0 && seg.start != segments[i - 1].start + file_size {
+            break;
+        }
         let map = seg.map()?;
         let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
         for r in it.by_ref() {
@@ -131,9 +151,12 @@ fn build_index(segments: &[Segment], opts: &RebuildOptions, out_root: &Path) -> 
             break;
         }
     }
-    ix.finish()?;
+    let full_end = ix.finish()?;
     let dir = out_root.join(paths::INDEX);
-    Ok(std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0))
+    Ok((
+        std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0),
+        full_end,
+    ))
 }
 
 /// Rebuild into `out_root` (`consumequeue/` and/or `index/` are created there; they must not
@@ -175,25 +198,41 @@ pub fn rebuild(
             Some(h) => h
                 .join()
                 .unwrap_or_else(|_| Err(Error::layout(out_root, "the index thread panicked"))),
-            None => Ok(0),
+            None => Ok((0, 0)),
         };
         (units, index_files)
     });
-    let index_files = index_files?;
+    let (index_files, index_msg_timestamp) = index_files?;
 
     let mut summary = RebuildSummary {
         index_files,
+        index_msg_timestamp,
         end_offset: store.commitlog.min_offset(),
         ..Default::default()
     };
     let mut writers: HashMap<(String, i32), QueueWriter> = HashMap::new();
-    let file_size = opts.geometry.cq_file_size();
+    let cq_file_size = opts.geometry.cq_file_size();
     let n = segments.len();
+    let file_size = opts.geometry.commitlog_file_size.value;
     for (i, (seg, su)) in segments.iter().zip(units).enumerate() {
         let su = su?;
+        if i > 0 && seg.start != segments[i - 1].start + file_size {
+            summary.stopped_early = Some(format!(
+                "no commitlog file covers offsets {}..{}",
+                segments[i - 1].start + file_size,
+                seg.start
+            ));
+            break;
+        }
         summary.records += su.records;
         summary.bytes += su.bytes;
         summary.end_offset = seg.start + su.end_pos as u64;
+        if su.records > 0 {
+            summary.last_store_timestamp = su.last_store_timestamp;
+        }
+        if su.last_queued_timestamp > 0 {
+            summary.last_queued_timestamp = su.last_queued_timestamp;
+        }
         let mut queues: Vec<_> = su.queues.into_iter().collect();
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, list) in queues {
@@ -203,7 +242,7 @@ pub fn rebuild(
                         .join(paths::CONSUMEQUEUE)
                         .join(&key.0)
                         .join(key.1.to_string()),
-                    file_size,
+                    cq_file_size,
                 )
             });
             for (q, u) in list {

@@ -1,0 +1,500 @@
+//! `repair`: for each kind of damage, the repaired store is consistent, no readable message is
+//! lost (it is kept or salvaged), and the original bytes are all in the repaired store plus the
+//! repair folder. `--in-place` survives a kill at any moment.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use common::*;
+use rmqstore::engine::Store;
+use rmqstore::format::commitlog::read::RecordIter;
+use rmqstore::format::geometry::GeometryInputs;
+use rmqstore::format::mapped::Mapped;
+
+fn bin() -> Command {
+    let mut c = Command::cargo_bin("rmqstore").unwrap();
+    c.env_clear().env("TZ", "UTC");
+    c
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
+}
+
+/// Relative path -> bytes of every file below `dir`, skipping repair folders and markers.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            let r = p.strip_prefix(dir).unwrap().to_path_buf();
+            let top = r
+                .components()
+                .next()
+                .unwrap()
+                .as_os_str()
+                .to_string_lossy()
+                .into_owned();
+            if top.starts_with("repair-") || top == ".rmqstore-stage" {
+                continue;
+            }
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(r, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Records readable before: each commitlog file walked from its start until its first error.
+fn readable(root: &Path) -> BTreeMap<u64, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let Ok(store) = Store::open(root, &GeometryInputs::default()) else {
+        return out;
+    };
+    for seg in &store.commitlog.segments {
+        let map = Mapped::open(&seg.path).unwrap();
+        for r in RecordIter::new(&map, &seg.path, seg.start, true) {
+            let Ok(m) = r else { break };
+            out.insert(m.position, m.raw.to_vec());
+        }
+    }
+    out
+}
+
+struct Repaired {
+    _t: tempfile::TempDir,
+    original: PathBuf,
+    out: PathBuf,
+    repair: PathBuf,
+    manifest: serde_json::Value,
+}
+
+fn damaged(from: &Path, damage: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    let s = t.path().join("store");
+    copy_tree(from, &s);
+    damage(&s);
+    (t, s)
+}
+
+fn repair_out(t: tempfile::TempDir, original: PathBuf) -> Repaired {
+    let out = t.path().join("out");
+    bin()
+        .arg("repair")
+        .arg(&original)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let repair = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("repair-")
+        })
+        .unwrap();
+    let manifest =
+        serde_json::from_slice(&std::fs::read(repair.join("manifest.json")).unwrap()).unwrap();
+    Repaired {
+        _t: t,
+        original,
+        out,
+        repair,
+        manifest,
+    }
+}
+
+/// The repaired store: walks cleanly to its end, and its consume queues and index are what a
+/// rebuild from its commitlog gives (a consistent store).
+fn assert_consistent(r: &Repaired, ctx: &str) {
+    let store = Store::open(&r.out, &GeometryInputs::default()).unwrap();
+    for seg in &store.commitlog.segments {
+        let map = Mapped::open(&seg.path).unwrap();
+        for rec in RecordIter::new(&map, &seg.path, seg.start, true) {
+            rec.unwrap_or_else(|e| panic!("{ctx}: repaired commitlog: {e}"));
+        }
+    }
+    assert!(!r.out.join("abort").exists(), "{ctx}: abort left");
+    let again = r.out.parent().unwrap().join("again");
+    bin()
+        .arg("rebuild")
+        .arg(&r.out)
+        .arg("--out")
+        .arg(&again)
+        .assert()
+        .success();
+    assert_eq!(
+        tree(&again.join("consumequeue")),
+        tree(&r.out.join("consumequeue")),
+        "{ctx}: consume queues differ from a rebuild"
+    );
+    let ix = |d: &Path| tree(d).into_values().collect::<Vec<_>>();
+    assert_eq!(
+        ix(&again.join("index")),
+        ix(&r.out.join("index")),
+        "{ctx}: index differs"
+    );
+    bin().arg("info").arg(&r.out).assert().success();
+    if let Ok(v) = Command::cargo_bin("rmqstore")
+        .unwrap()
+        .arg("--help")
+        .output()
+    {
+        if String::from_utf8_lossy(&v.stdout).contains("verify") {
+            bin().arg("verify").arg(&r.out).assert().code(0);
+        }
+    }
+}
+
+/// Every record readable before is in the repaired store at the same offset, or salvaged.
+fn assert_nothing_lost(r: &Repaired, before: &BTreeMap<u64, Vec<u8>>, ctx: &str) {
+    let kept = readable(&r.out);
+    let mut salvaged: HashMap<u64, String> = HashMap::new();
+    if let Ok(text) = std::fs::read_to_string(r.repair.join("salvaged.jsonl")) {
+        for l in text.lines() {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            salvaged.insert(
+                v["commitlog_offset"].as_u64().unwrap(),
+                v["msg_id"].as_str().unwrap().to_string(),
+            );
+        }
+    }
+    for (off, raw) in before {
+        if kept.get(off) == Some(raw) {
+            continue;
+        }
+        assert!(salvaged.contains_key(off), "{ctx}: record at {off} lost");
+    }
+    assert_eq!(
+        r.manifest["salvaged_records"].as_u64().unwrap() as usize,
+        salvaged.len()
+    );
+}
+
+/// Original bytes == repaired store + repair folder, file by file.
+fn assert_bytes_kept(r: &Repaired, original: &BTreeMap<PathBuf, Vec<u8>>, ctx: &str) {
+    let repaired = tree(&r.out);
+    let mut removed: HashMap<PathBuf, Vec<(u64, Vec<u8>)>> = HashMap::new();
+    for x in r.manifest["removed"].as_array().unwrap() {
+        let bytes = std::fs::read(r.repair.join(x["saved_as"].as_str().unwrap())).unwrap();
+        assert_eq!(bytes.len() as u64, x["length"].as_u64().unwrap());
+        removed
+            .entry(PathBuf::from(x["file"].as_str().unwrap()))
+            .or_default()
+            .push((x["offset"].as_u64().unwrap(), bytes));
+    }
+    for (path, orig) in original {
+        let pieces = removed.get(path).cloned().unwrap_or_default();
+        // a file saved whole (then rewritten or dropped) comes back from the saved copy alone
+        if let Some((_, whole)) = pieces
+            .iter()
+            .find(|(o, b)| *o == 0 && b.len() == orig.len())
+        {
+            assert!(
+                whole == orig,
+                "{ctx}: saved copy of {} differs",
+                path.display()
+            );
+            continue;
+        }
+        let mut rebuilt = repaired.get(path).cloned().unwrap_or_default();
+        for (off, bytes) in &pieces {
+            let end = *off as usize + bytes.len();
+            if rebuilt.len() < end {
+                rebuilt.resize(end, 0);
+            }
+            rebuilt[*off as usize..end].copy_from_slice(bytes);
+        }
+        // a torn file was extended with zeros
+        let tail_zero =
+            rebuilt.len() >= orig.len() && rebuilt[orig.len()..].iter().all(|&b| b == 0);
+        assert!(
+            tail_zero && rebuilt[..orig.len()] == orig[..],
+            "{ctx}: bytes of {} not kept",
+            path.display()
+        );
+    }
+}
+
+fn check(from: &Path, ctx: &str, damage: impl FnOnce(&Path)) -> Repaired {
+    let (t, s) = damaged(from, damage);
+    let before = readable(&s);
+    let original = tree(&s);
+    let r = repair_out(t, s);
+    assert_consistent(&r, ctx);
+    assert_nothing_lost(&r, &before, ctx);
+    assert_bytes_kept(&r, &original, ctx);
+    // the damaged store itself was not touched
+    assert_eq!(
+        tree(&r.original),
+        original,
+        "{ctx}: --out changed the original"
+    );
+    r
+}
+
+fn commitlog_file(s: &Path, i: usize) -> PathBuf {
+    let mut v: Vec<_> = std::fs::read_dir(s.join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    v.sort();
+    v[i].clone()
+}
+
+/// Position of the `n`th record of a commitlog file.
+fn record_pos(f: &Path, n: usize) -> usize {
+    let b = std::fs::read(f).unwrap();
+    let mut p = 0;
+    for _ in 0..n {
+        p += i32::from_be_bytes(b[p..p + 4].try_into().unwrap()) as usize;
+    }
+    p
+}
+
+fn patch(f: &Path, at: usize, edit: impl FnOnce(&mut [u8])) {
+    let mut b = std::fs::read(f).unwrap();
+    edit(&mut b[at..]);
+    std::fs::write(f, b).unwrap();
+}
+
+#[test]
+fn flipped_body_bit() {
+    let r = check(&fixture(), "flipped body bit", |s| {
+        let f = commitlog_file(s, 3);
+        let p = record_pos(&f, 5);
+        patch(&f, p + 100, |b| b[0] ^= 0x10);
+    });
+    assert!(r.manifest["cut"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("CRC"));
+    assert!(r.manifest["salvaged_records"].as_u64().unwrap() > 1000);
+}
+
+#[test]
+fn flipped_size_field() {
+    check(&fixture(), "flipped size", |s| {
+        let f = commitlog_file(s, 1);
+        let p = record_pos(&f, 7);
+        patch(&f, p + 2, |b| b[0] ^= 0x01);
+    });
+}
+
+#[test]
+fn torn_last_record() {
+    let r = check(&fixture(), "torn last record", |s| {
+        let f = commitlog_file(s, 8);
+        let p = record_pos(&f, 12);
+        let b = std::fs::read(&f).unwrap();
+        std::fs::write(&f, &b[..p + 40]).unwrap();
+    });
+    assert_eq!(r.manifest["salvaged_records"], 0);
+}
+
+#[test]
+fn zeroed_page_in_the_middle() {
+    check(&fixture(), "zeroed page", |s| {
+        let f = commitlog_file(s, 2);
+        patch(&f, 40960, |b| b[..4096].fill(0));
+    });
+}
+
+#[test]
+fn missing_commitlog_file_in_the_middle() {
+    check(&fixture(), "missing commitlog file", |s| {
+        std::fs::remove_file(commitlog_file(s, 4)).unwrap();
+    });
+}
+
+#[test]
+fn consume_queue_damage() {
+    check(&fixture(), "deleted cq file", |s| {
+        std::fs::remove_file(s.join("consumequeue/OrderTopic/1/00000000000000002000")).unwrap();
+    });
+    check(&fixture(), "truncated cq file", |s| {
+        let f = s.join("consumequeue/AuditTopic/2/00000000000000000000");
+        let b = std::fs::read(&f).unwrap();
+        std::fs::write(&f, &b[..777]).unwrap();
+    });
+    check(&fixture(), "extra cq file and queue", |s| {
+        let d = s.join("consumequeue/GhostTopic/0");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("00000000000000000000"), vec![7u8; 2000]).unwrap();
+    });
+    check(&fixture(), "unit past the end", |s| {
+        let d = s.join("consumequeue/PaymentTopic/0");
+        let mut files: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        let f = files.last().unwrap().clone();
+        let b = std::fs::read(&f).unwrap();
+        let n = b
+            .chunks(20)
+            .take_while(|c| c.iter().any(|&x| x != 0))
+            .count();
+        patch(&f, n * 20, |u| {
+            u[..8].copy_from_slice(&(1u64 << 40).to_be_bytes());
+            u[8..12].copy_from_slice(&500i32.to_be_bytes());
+        });
+    });
+}
+
+#[test]
+fn index_and_shutdown_damage() {
+    check(&fixture(), "deleted index folder", |s| {
+        std::fs::remove_dir_all(s.join("index")).unwrap();
+    });
+    let r = check(&fixture(), "abort left behind", |s| {
+        std::fs::write(s.join("abort"), b"").unwrap();
+    });
+    assert!(r.manifest["actions"].to_string().contains("abort"));
+}
+
+#[test]
+fn config_damage() {
+    let r = check(&fixture(), "corrupt consumerOffset.json with .bak", |s| {
+        std::fs::write(
+            s.join("config/consumerOffset.json"),
+            b"{\"offsetTable\":{\"x",
+        )
+        .unwrap();
+    });
+    let repaired = std::fs::read(r.out.join("config/consumerOffset.json")).unwrap();
+    let bak = std::fs::read(r.original.join("config/consumerOffset.json.bak")).unwrap();
+    assert_eq!(repaired, bak, "restored from .bak");
+    check(
+        &fixture(),
+        "corrupt consumerOffset.json without .bak",
+        |s| {
+            std::fs::write(s.join("config/consumerOffset.json"), b"garbage").unwrap();
+            std::fs::remove_file(s.join("config/consumerOffset.json.bak")).unwrap();
+        },
+    );
+}
+
+#[test]
+fn oracle_stores() {
+    if let Some(dir) = oracle("crashed-4.9") {
+        let r = check(&dir.join("store"), "crashed-4.9", |_| {});
+        // cut where Java's recovery cut
+        let q = java_queries(&dir);
+        let _ = &r;
+        let store = Store::open(&r.out, &GeometryInputs::default()).unwrap();
+        assert_eq!(
+            store.commitlog.max_offset().unwrap() as i64,
+            q["maxPhyOffset"].as_i64().unwrap()
+        );
+    }
+    if let Some(dir) = oracle("basic-4.9") {
+        let r = check(&dir.join("store"), "basic-4.9 flipped bit", |s| {
+            let f = commitlog_file(s, 2);
+            let p = record_pos(&f, 3);
+            patch(&f, p + 120, |b| b[0] ^= 0x80);
+        });
+        assert!(r.manifest["salvaged_records"].as_u64().unwrap() > 1000);
+    }
+}
+
+#[test]
+fn dry_run_changes_nothing() {
+    let (t, s) = damaged(&fixture(), |s| {
+        std::fs::write(s.join("abort"), b"").unwrap();
+    });
+    let before = tree(t.path());
+    let o = bin()
+        .arg("repair")
+        .arg("--dry-run")
+        .arg("--json")
+        .arg(&s)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(o).unwrap();
+    assert!(text.lines().last().unwrap().contains("\"summary\""));
+    assert!(text.contains("abort"));
+    assert_eq!(tree(t.path()), before);
+}
+
+#[test]
+fn in_place_survives_kills() {
+    let damage = |s: &Path| {
+        let f = commitlog_file(s, 3);
+        let p = record_pos(&f, 5);
+        patch(&f, p + 100, |b| b[0] ^= 0x10);
+    };
+    let exe = assert_cmd::cargo::cargo_bin("rmqstore");
+    // the expected new form, made once with --out
+    let (t0, s0) = damaged(&fixture(), damage);
+    let new_form = tree(&repair_out(t0, s0).out);
+    let check_old_or_new = |s: &Path, old: &BTreeMap<PathBuf, Vec<u8>>, ctx: &str| {
+        let now = tree(s);
+        assert!(
+            &now == old || now == new_form,
+            "{ctx}: store is neither old nor new"
+        );
+    };
+    for point in ["repair-staged", "repair-exchanged"] {
+        let (_t, s) = damaged(&fixture(), damage);
+        let old = tree(&s);
+        let st = bin()
+            .env("RMQSTORE_FAILPOINT", point)
+            .arg("repair")
+            .arg("--in-place")
+            .arg(&s)
+            .assert()
+            .get_output()
+            .status;
+        assert!(!st.success());
+        check_old_or_new(&s, &old, point);
+        bin()
+            .arg("repair")
+            .arg("--in-place")
+            .arg(&s)
+            .assert()
+            .success();
+        assert!(tree(&s) == new_form, "{point}: rerun did not finish");
+    }
+    for delay in [0u64, 5, 15, 30, 60, 100] {
+        let (_t, s) = damaged(&fixture(), damage);
+        let old = tree(&s);
+        let mut child = std::process::Command::new(&exe)
+            .arg("repair")
+            .arg("--in-place")
+            .arg(&s)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay));
+        let _ = child.kill();
+        let _ = child.wait();
+        check_old_or_new(&s, &old, &format!("kill after {delay} ms"));
+        bin()
+            .arg("repair")
+            .arg("--in-place")
+            .arg(&s)
+            .assert()
+            .success();
+        assert!(
+            tree(&s) == new_form,
+            "kill after {delay} ms: rerun did not finish"
+        );
+    }
+}
