@@ -9,3 +9,4 @@
 pub mod commands;
 pub mod engine;
 pub mod format;
+pub mod tui;

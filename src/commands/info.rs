@@ -1,5 +1,11 @@
 //! `rmqstore info`: a first overview of a store, from its file listing and small files only
-//! (queue bounds come from consume queue files; the commitlog is read only at its last file).
+//! (queue bounds come from consume queue files; the commitlog is read only at its last file,
+//! and at the records of the transaction half and op queues).
+//!
+//! Besides files, queues and consumer offsets it reports per-topic message counts, per-group lag
+//! totals, delayed messages still pending per level (`SCHEDULE_TOPIC_XXXX` queue max minus the
+//! level's `delayOffset.json` offset), retry and DLQ sizes per group, and transaction half
+//! messages without an outcome (half-queue records whose queue offset no `d` op record names).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -8,11 +14,15 @@ use clap::Args;
 use serde::Serialize;
 
 use super::{output, ExitStatus, GeometryArgs};
-use crate::engine::dispatch::is_system_topic;
+use crate::engine::dispatch::{
+    is_system_topic, DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+};
+use crate::engine::query::Reader;
 use crate::engine::Store;
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
-use crate::format::config::{load, ConfigSource, ConsumerOffsets};
+use crate::format::config::{load, ConfigSource, ConsumerOffsets, DelayOffsets};
 use crate::format::geometry::Geometry;
 use crate::format::indexfile::IndexHeader;
 use crate::format::mapped::Mapped;
@@ -39,6 +49,59 @@ pub struct Info {
     pub checkpoint: Option<Checkpoint>,
     pub clean_shutdown: bool,
     pub notes: Vec<String>,
+    /// Lag summed over every topic and queue of each consumer group.
+    pub group_lag: Vec<GroupLag>,
+    /// Delayed messages still waiting, per delay level.
+    pub delayed: Vec<DelayLevelInfo>,
+    /// `%RETRY%<group>` and `%DLQ%<group>` message counts per group.
+    pub retry_dlq: Vec<RetryDlqInfo>,
+    /// Transaction half messages and their outcomes.
+    pub transactions: TransactionInfo,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GroupLag {
+    pub group: String,
+    pub topics: usize,
+    pub lag: i64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DelayLevelInfo {
+    pub level: i32,
+    /// The level's delay in ms (`messageDelayLevel`), if the level is configured.
+    pub delay_ms: Option<i64>,
+    /// `SCHEDULE_TOPIC_XXXX` queue id (`level - 1`).
+    pub queue_id: i32,
+    /// Next offset to deliver from `delayOffset.json` (absent: the broker starts at 0).
+    pub offset: Option<i64>,
+    pub min_offset: u64,
+    pub max_offset: u64,
+    /// `max_offset` minus the offset (clamped to the queue's range, as the broker's load does).
+    pub pending: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RetryDlqInfo {
+    pub group: String,
+    pub retry_messages: u64,
+    pub dlq_messages: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct TransactionInfo {
+    /// Records in `RMQ_SYS_TRANS_HALF_TOPIC` (all queues, from each queue's min offset).
+    pub half_messages: u64,
+    /// Op records tagged `d` in `RMQ_SYS_TRANS_OP_HALF_TOPIC`.
+    pub op_messages: u64,
+    /// Half records whose queue offset some op record names (committed or rolled back).
+    pub with_outcome: u64,
+    /// Half records whose queue offset no op record names (including check copies).
+    pub without_outcome: u64,
+    /// Distinct UNIQ_KEYs none of whose half records has an outcome.
+    pub transactions_without_outcome: u64,
+    /// `(queue id, queue offset)` of the half records without an outcome (at most 1000).
+    pub without_outcome_offsets: Vec<(i32, u64)>,
 }
 
 #[derive(Debug, Serialize)]
@@ -62,6 +125,8 @@ pub struct TopicInfo {
     pub topic: String,
     pub system: bool,
     pub queues: Vec<QueueInfo>,
+    /// Messages in the consume queues: the sum of `max_offset - min_offset`.
+    pub messages: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -76,6 +141,8 @@ pub struct GroupInfo {
     pub group: String,
     pub topic: String,
     pub queues: Vec<GroupQueueInfo>,
+    /// Sum of the queues' lag.
+    pub lag_total: i64,
 }
 
 #[derive(Debug, Serialize)]
@@ -146,8 +213,16 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
                 topic: topic.clone(),
                 system: is_system_topic(topic),
                 queues: vec![q],
+                messages: 0,
             }),
         }
+    }
+    for t in &mut topics {
+        t.messages = t
+            .queues
+            .iter()
+            .map(|q| q.max_offset.saturating_sub(q.min_offset))
+            .sum();
     }
 
     let mut consumer_groups = Vec::new();
@@ -171,13 +246,14 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
                         queue_id: qid,
                         offset,
                         max_offset: max,
-                        lag: (max as i64 - offset).max(0),
+                        lag: (max as i64).saturating_sub(offset).max(0),
                     });
                 }
                 qs.sort_by_key(|q| q.queue_id);
                 consumer_groups.push(GroupInfo {
                     group: group.to_string(),
                     topic: topic.to_string(),
+                    lag_total: qs.iter().fold(0i64, |a, q| a.saturating_add(q.lag)),
                     queues: qs,
                 });
             }
@@ -218,6 +294,10 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
                 .into(),
         );
     }
+    let group_lag = group_lags(&consumer_groups);
+    let delayed = delayed_pending(store, &topics, &mut notes);
+    let retry_dlq = retry_dlq_sizes(&topics);
+    let transactions = transactions(store)?;
     Ok(Info {
         store: store.root.display().to_string(),
         geometry: store.geometry.clone(),
@@ -228,7 +308,195 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
         checkpoint,
         clean_shutdown: !store.abort.present,
         notes,
+        group_lag,
+        delayed,
+        retry_dlq,
+        transactions,
     })
+}
+
+/// A delay in the `messageDelayLevel` style: `10s`, `2m`, `1h`.
+fn format_delay(ms: i64) -> String {
+    match ms {
+        m if m > 0 && m % 3_600_000 == 0 => format!("{}h", m / 3_600_000),
+        m if m > 0 && m % 60_000 == 0 => format!("{}m", m / 60_000),
+        m if m % 1000 == 0 => format!("{}s", m / 1000),
+        m => format!("{m}ms"),
+    }
+}
+
+fn group_lags(groups: &[GroupInfo]) -> Vec<GroupLag> {
+    let mut out: Vec<GroupLag> = Vec::new();
+    for g in groups {
+        match out.iter_mut().find(|x| x.group == g.group) {
+            Some(x) => {
+                x.topics += 1;
+                x.lag = x.lag.saturating_add(g.lag_total);
+            }
+            None => out.push(GroupLag {
+                group: g.group.clone(),
+                topics: 1,
+                lag: g.lag_total,
+            }),
+        }
+    }
+    out.sort_by(|a, b| a.group.cmp(&b.group));
+    out
+}
+
+/// Pending delayed messages per level: `SCHEDULE_TOPIC_XXXX` queue `level-1` max offset minus the
+/// level's `delayOffset.json` offset, clamped to the queue's range (`correctDelayOffset`).
+fn delayed_pending(
+    store: &Store,
+    topics: &[TopicInfo],
+    notes: &mut Vec<String>,
+) -> Vec<DelayLevelInfo> {
+    let Some(t) = topics.iter().find(|t| t.topic == SCHEDULE_TOPIC) else {
+        return Vec::new();
+    };
+    let table = match load::<DelayOffsets>(&store.config_dir()) {
+        Ok(l) => {
+            if let ConfigSource::Backup { reason } = &l.source {
+                notes.push(format!(
+                    "delayOffset.json {reason}: read delayOffset.json.bak instead, as the broker would"
+                ));
+            }
+            l.value
+        }
+        Err(e) => {
+            notes.push(format!("delay offsets unreadable: {e}"));
+            DelayOffsets::new()
+        }
+    };
+    t.queues
+        .iter()
+        .map(|q| {
+            let level = q.queue_id.saturating_add(1);
+            let offset = table.get(level);
+            let from = offset
+                .unwrap_or(0)
+                .clamp(q.min_offset as i64, q.max_offset as i64) as u64;
+            DelayLevelInfo {
+                level,
+                delay_ms: store.geometry.delay_millis(level),
+                queue_id: q.queue_id,
+                offset,
+                min_offset: q.min_offset,
+                max_offset: q.max_offset,
+                pending: q.max_offset.saturating_sub(from),
+            }
+        })
+        .collect()
+}
+
+fn retry_dlq_sizes(topics: &[TopicInfo]) -> Vec<RetryDlqInfo> {
+    let mut out: Vec<RetryDlqInfo> = Vec::new();
+    for t in topics {
+        let (group, retry) = if let Some(g) = t.topic.strip_prefix(RETRY_PREFIX) {
+            (g, true)
+        } else if let Some(g) = t.topic.strip_prefix(DLQ_PREFIX) {
+            (g, false)
+        } else {
+            continue;
+        };
+        let i = match out.iter().position(|x| x.group == group) {
+            Some(i) => i,
+            None => {
+                out.push(RetryDlqInfo {
+                    group: group.to_string(),
+                    retry_messages: 0,
+                    dlq_messages: 0,
+                });
+                out.len() - 1
+            }
+        };
+        if let Some(x) = out.get_mut(i) {
+            if retry {
+                x.retry_messages += t.messages;
+            } else {
+                x.dlq_messages += t.messages;
+            }
+        }
+    }
+    out.sort_by(|a, b| a.group.cmp(&b.group));
+    out
+}
+
+/// Queue offsets named by the `d` op records of one op queue. A 4.9 body is one decimal offset,
+/// a 5.1+ body a list with a `,` after each offset; both parse as a `,`-separated list.
+fn op_offsets(
+    reader: &Reader<'_>,
+    queue_id: i32,
+) -> anyhow::Result<(u64, std::collections::HashSet<i64>)> {
+    let mut named = std::collections::HashSet::new();
+    let mut ops = 0u64;
+    let Some(cq) = reader.store().queue(TRANS_OP_HALF_TOPIC, queue_id) else {
+        return Ok((ops, named));
+    };
+    let min = cq.min_offset(reader.store().commitlog.min_offset())?;
+    reader.for_each_unit_from(cq, min, |_, u| {
+        if u.is_pre_blank() {
+            return std::ops::ControlFlow::Continue(());
+        }
+        if let Ok(Some(r)) = reader.message_at(u.offset as u64) {
+            if r.message.tags().as_deref() == Some("d") {
+                ops += 1;
+                if let Ok(body) = r.message.decompressed_body() {
+                    for piece in String::from_utf8_lossy(&body).split(',') {
+                        if let Some(o) = crate::format::java::parse_long(piece.trim()) {
+                            named.insert(o);
+                        }
+                    }
+                }
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    })?;
+    Ok((ops, named))
+}
+
+/// Half records and whether an op names them.
+fn transactions(store: &Store) -> anyhow::Result<TransactionInfo> {
+    const LISTED: usize = 1000;
+    let mut info = TransactionInfo::default();
+    let halves: Vec<_> = store.topic_queues(TRANS_HALF_TOPIC).collect();
+    if halves.is_empty() {
+        return Ok(info);
+    }
+    let reader = Reader::new(store);
+    // UNIQ_KEY -> has an outcome
+    let mut by_key: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    for cq in halves {
+        let (ops, named) = op_offsets(&reader, cq.queue_id)?;
+        info.op_messages += ops;
+        let min = cq.min_offset(store.commitlog.min_offset())?;
+        reader.for_each_unit_from(cq, min, |q, u| {
+            if u.is_pre_blank() {
+                return std::ops::ControlFlow::Continue(());
+            }
+            info.half_messages += 1;
+            let done = named.contains(&(q as i64));
+            if done {
+                info.with_outcome += 1;
+            } else {
+                info.without_outcome += 1;
+                if info.without_outcome_offsets.len() < LISTED {
+                    info.without_outcome_offsets.push((cq.queue_id, q));
+                }
+            }
+            let key = reader
+                .message_at(u.offset as u64)
+                .ok()
+                .flatten()
+                .and_then(|r| r.message.uniq_key().map(|k| k.into_owned()))
+                .unwrap_or_else(|| format!("@{}", u.offset));
+            let e = by_key.entry(key).or_insert(false);
+            *e |= done;
+            std::ops::ControlFlow::Continue(())
+        })?;
+    }
+    info.transactions_without_outcome = by_key.values().filter(|d| !**d).count() as u64;
+    Ok(info)
 }
 
 pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
@@ -304,6 +572,63 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
                 )?;
             }
         }
+    }
+    writeln!(out, "\n{:<40} {:>6} {:>12}", "TOPIC", "QUEUES", "MESSAGES")?;
+    for system in [false, true] {
+        for t in i.topics.iter().filter(|t| t.system == system) {
+            writeln!(
+                out,
+                "{:<40} {:>6} {:>12}",
+                t.topic,
+                t.queues.len(),
+                t.messages
+            )?;
+        }
+    }
+    if !i.group_lag.is_empty() {
+        writeln!(out, "\n{:<32} {:>6} {:>12}", "GROUP", "TOPICS", "LAG")?;
+        for g in &i.group_lag {
+            writeln!(out, "{:<32} {:>6} {:>12}", g.group, g.topics, g.lag)?;
+        }
+    }
+    if !i.delayed.is_empty() {
+        writeln!(
+            out,
+            "\n{:>11} {:>10} {:>10} {:>10} {:>10}",
+            "DELAY LEVEL", "DELAY", "DELIVERED", "MAX", "PENDING"
+        )?;
+        for d in &i.delayed {
+            writeln!(
+                out,
+                "{:>11} {:>10} {:>10} {:>10} {:>10}",
+                d.level,
+                d.delay_ms.map(format_delay).unwrap_or_else(|| "?".into()),
+                d.offset
+                    .map(|o| o.to_string())
+                    .unwrap_or_else(|| "-".into()),
+                d.max_offset,
+                d.pending
+            )?;
+        }
+    }
+    if !i.retry_dlq.is_empty() {
+        writeln!(out, "\n{:<32} {:>12} {:>12}", "GROUP", "RETRY", "DLQ")?;
+        for r in &i.retry_dlq {
+            writeln!(
+                out,
+                "{:<32} {:>12} {:>12}",
+                r.group, r.retry_messages, r.dlq_messages
+            )?;
+        }
+    }
+    let t = &i.transactions;
+    if t.half_messages > 0 {
+        writeln!(
+            out,
+            "\ntransactions: {} half messages, {} op messages; {} with an outcome, {} without ({} transactions)",
+            t.half_messages, t.op_messages, t.with_outcome, t.without_outcome,
+            t.transactions_without_outcome
+        )?;
     }
     writeln!(
         out,

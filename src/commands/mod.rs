@@ -1,12 +1,20 @@
 //! Subcommands: each turns its arguments into a plan, calls the library and prints the result.
 //! Presentation only; exit statuses come from [`exit::ExitStatus`].
 
+pub mod dump;
 pub mod exit;
+pub mod export;
 pub mod gen;
 pub mod info;
 pub mod output;
+pub mod pending;
+pub mod pull;
+pub mod query;
 pub mod rebuild;
 pub mod repair;
+pub mod replay;
+pub mod tui;
+pub mod verify;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -31,12 +39,29 @@ pub struct Cli {
 pub enum Command {
     /// Write a deterministic synthetic store (fixtures, benchmarks).
     Gen(gen::GenArgs),
+    /// Print commitlog messages, consume queue units, index entries, the checkpoint or config files.
+    Dump(dump::DumpArgs),
+    /// Find messages by key, message id, queue offset or store time, as the broker does.
+    Query(query::QueryArgs),
     /// A first overview of a store: files, topics and queues, consumer groups, checkpoint.
     Info(info::InfoArgs),
+    /// Pull messages as a consumer group would, with the broker's answer (status, offsets).
+    Pull(pull::PullArgs),
+    /// What is waiting: unconsumed messages, retries, delayed messages, DLQs, transactions.
+    Pending(pending::PendingArgs),
     /// Regenerate consume queues and index files from the commitlog.
     Rebuild(rebuild::RebuildArgs),
     /// Mend a damaged store without losing a byte (plan, salvage, switch in).
     Repair(repair::RepairArgs),
+    /// Everything a group has not consumed yet (optionally retries, delayed, DLQ,
+    /// transactions), as JSON Lines or a new store, ready to be sent again.
+    Export(export::ExportArgs),
+    /// Consume a group's messages with a command, with retries, DLQ and committed offsets.
+    Replay(replay::ReplayArgs),
+    /// Browse a store in the terminal: topics, queues, messages, groups, health (read-only).
+    Tui(tui::TuiArgs),
+    /// Check every invariant of a store; --explain-recovery says what the broker's next start does.
+    Verify(verify::VerifyArgs),
 }
 
 /// Sizes the store was written with. The files do not record all of them: flags win, then the
@@ -86,9 +111,17 @@ pub fn run(cli: Cli) -> ExitStatus {
     let mut out = stdout.lock();
     let result = match cli.command {
         Command::Gen(a) => gen::run(&a, &mut out),
+        Command::Dump(a) => dump::run(&a, &mut out),
+        Command::Query(a) => query::run(&a, &mut out),
         Command::Info(a) => info::run(&a, &mut out),
+        Command::Pull(a) => pull::run(&a, &mut out),
+        Command::Pending(a) => pending::run(&a, &mut out),
         Command::Rebuild(a) => rebuild::run(&a, &mut out),
         Command::Repair(a) => repair::run(&a, &mut out),
+        Command::Export(a) => export::run(&a, &mut out),
+        Command::Replay(a) => replay::run(&a, &mut out),
+        Command::Tui(a) => tui::run(&a, &mut out),
+        Command::Verify(a) => verify::run(&a, &mut out),
     };
     let _ = out.flush();
     match result {

@@ -12,10 +12,12 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
-/// Print one value as a JSON line.
+/// Print one value as a JSON line. The line is built first and written with one call, so a
+/// closed pipe surfaces as a plain `io::Error` (see [`is_broken_pipe`]).
 pub fn json_line<T: Serialize>(out: &mut dyn Write, v: &T) -> anyhow::Result<()> {
-    serde_json::to_writer(&mut *out, v)?;
-    out.write_all(b"\n")?;
+    let mut line = serde_json::to_vec(v)?;
+    line.push(b'\n');
+    out.write_all(&line)?;
     Ok(())
 }
 
@@ -233,5 +235,104 @@ mod tests {
         }
         assert_eq!(v["commitlog_offset"], 0);
         assert_eq!(v["msg_id"].as_str().unwrap().len(), 32);
+    }
+}
+
+/// Parse a TIME argument: epoch milliseconds (`1796073054160`), or an ISO 8601 date
+/// (`2026-11-30`, midnight) or date-time (`2026-11-30T10:15:00`, seconds and `.SSS` optional, a
+/// space accepted for `T`), with a zone (`Z`, `+08:00`) or else in the local time zone.
+pub fn parse_time(s: &str) -> anyhow::Result<i64> {
+    use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, TimeZone};
+    let s = s.trim();
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<i64>()
+            .map_err(|e| anyhow::anyhow!("time {s:?}: {e}"));
+    }
+    let with_t = s.replacen(' ', "T", 1);
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f%:z",
+        "%Y-%m-%dT%H:%M%:z",
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+    ] {
+        if let Ok(t) = DateTime::parse_from_str(&with_t, fmt) {
+            return Ok(t.timestamp_millis());
+        }
+    }
+    let (naive_text, utc) = match with_t.strip_suffix(['Z', 'z']) {
+        Some(rest) => (rest.to_string(), true),
+        None => (with_t.clone(), false),
+    };
+    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(&naive_text, f).ok())
+        .or_else(|| {
+            NaiveDate::parse_from_str(&naive_text, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "time {s:?}: expected epoch milliseconds or an ISO 8601 date or date-time \
+                 (2026-11-30, 2026-11-30T10:15:00, 2026-11-30T10:15:00.250+08:00)"
+            )
+        })?;
+    if utc {
+        return Ok(naive.and_utc().timestamp_millis());
+    }
+    match chrono::Local.from_local_datetime(&naive) {
+        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Ok(t.timestamp_millis()),
+        LocalResult::None => anyhow::bail!("time {s:?} does not exist in the local time zone"),
+    }
+}
+
+/// [`parse_time`] for clap's `value_parser`.
+pub fn parse_time_arg(s: &str) -> Result<i64, String> {
+    parse_time(s).map_err(|e| e.to_string())
+}
+
+/// Epoch milliseconds as a local date-time with milliseconds (`2026-11-30 10:15:00.250`); the
+/// number itself when it is out of range.
+pub fn format_time(ms: i64) -> String {
+    use chrono::TimeZone;
+    match chrono::Local.timestamp_millis_opt(ms) {
+        chrono::LocalResult::Single(t) => t.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+        _ => ms.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("1796073054160").unwrap(), 1796073054160);
+        assert_eq!(parse_time("0").unwrap(), 0);
+        assert_eq!(parse_time("-5").unwrap(), -5);
+        assert_eq!(parse_time("1970-01-01T00:00:01Z").unwrap(), 1000);
+        assert_eq!(parse_time("1970-01-01T00:00:01.250Z").unwrap(), 1250);
+        assert_eq!(parse_time("1970-01-01T08:00:00+08:00").unwrap(), 0);
+        assert_eq!(parse_time("1970-01-01 08:00:00.5+08:00").unwrap(), 500);
+        assert_eq!(parse_time("1970-01-01T00:01Z").unwrap(), 60_000);
+        // no zone: local time
+        let local = chrono::NaiveDate::from_ymd_opt(2026, 11, 30)
+            .unwrap()
+            .and_hms_opt(0, 0, 0)
+            .unwrap();
+        use chrono::TimeZone;
+        let want = chrono::Local
+            .from_local_datetime(&local)
+            .earliest()
+            .unwrap()
+            .timestamp_millis();
+        assert_eq!(parse_time("2026-11-30").unwrap(), want);
+        assert_eq!(parse_time("2026-11-30T00:00:00").unwrap(), want);
+        assert_eq!(parse_time("2026-11-30 00:00").unwrap(), want);
+        for bad in ["", "yesterday", "2026-13-01", "12:00", "2026-11-30T25:00"] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
+        assert_eq!(parse_time(&format_time(want)).unwrap(), want);
     }
 }

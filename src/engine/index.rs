@@ -115,8 +115,44 @@ pub fn infer_index_geometry(files: &[PathBuf]) -> Option<(u32, u32)> {
 
 fn infer_one(p: &Path) -> Option<(u32, u32)> {
     let m = Mapped::open(p).ok()?;
+    // A broker-default-size file is checked against the default geometry on a sample of its
+    // slots first: reading all 420 MB to rule out the other candidates takes a second.
+    let default = IndexGeometry::DEFAULT;
+    if m.len() as u64 == default.file_size() && sampled_fit(&m, default) {
+        return Some((default.slots, default.entries));
+    }
     match infer_geometry(&m).result {
         InferResult::Unique(g) => Some((g.slots, g.entries)),
         _ => None,
     }
+}
+
+/// Does `g` fit on a sample of the slot table? Each sampled non-empty slot must name an entry
+/// below indexCount whose hash falls in that slot and whose previous pointer goes backwards.
+/// Needs at least 16 non-empty sampled slots to say yes.
+fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
+    use crate::format::bytes::i32_at;
+    let Some(count) = i32_at(b, 36) else { return false };
+    if count <= 1 || count as u64 > g.entries as u64 {
+        return false;
+    }
+    let slots = g.slots as usize;
+    let step = (slots / 1024).max(1);
+    let mut seen = 0;
+    for i in (0..slots).step_by(step) {
+        let Some(v) = i32_at(b, 40 + 4 * i) else { return false };
+        if v == 0 {
+            continue;
+        }
+        if !(1..count).contains(&v) {
+            return false;
+        }
+        let e = 40 + 4 * slots + 20 * v as usize;
+        let (Some(h), Some(prev)) = (i32_at(b, e), i32_at(b, e + 16)) else { return false };
+        if h < 0 || h as usize % slots != i || !(0..v).contains(&prev) {
+            return false;
+        }
+        seen += 1;
+    }
+    seen >= 16
 }

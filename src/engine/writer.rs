@@ -104,6 +104,116 @@ impl StoreWriter {
         })
     }
 
+    /// Reopen a store this writer (or a broker) wrote, to append after its last record.
+    ///
+    /// The commitlog is walked as the broker's recovery walks it (a blank record moves on to the
+    /// next file); the file holding the end of data is continued at that position. Consume
+    /// queues and index files are derived data: they are removed and dispatched again from
+    /// every record, so they come out as a fresh dispatch would make them. Queue offsets continue
+    /// from the last record of each queue. A root without commitlog files starts like
+    /// [`StoreWriter::create`]. A bad record, or data after the end of data, is refused: repair
+    /// the store first. A live store is refused (`LiveGuard`).
+    pub fn resume(root: &Path, options: WriterOptions) -> Result<Self> {
+        use crate::format::commitlog::read::{Commitlog, RecordIter, SegmentEnd};
+        super::safedir::ensure_not_live(root)?;
+        let cl_dir = root.join(paths::COMMITLOG);
+        let commitlog = if cl_dir.is_dir() {
+            Commitlog::open(&cl_dir)?
+        } else {
+            return Self::create(root, options);
+        };
+        if commitlog.segments.is_empty() {
+            return Self::create(root, options);
+        }
+        for d in [paths::CONSUMEQUEUE, paths::INDEX] {
+            let p = root.join(d);
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+            }
+        }
+        let file_size = options.geometry.commitlog_file_size.value;
+        let index = options
+            .index
+            .then(|| {
+                IndexBuilder::new(
+                    root.join(paths::INDEX),
+                    &options.geometry,
+                    options.index_naming,
+                )
+            })
+            .transpose()?;
+        let mut w = StoreWriter {
+            root: root.to_path_buf(),
+            options,
+            segment: None,
+            next_offset: commitlog.segments.first().map(|s| s.start).unwrap_or(0),
+            queue_offsets: HashMap::new(),
+            cqs: HashMap::new(),
+            index,
+            last_store_timestamp: 0,
+            last_cq_timestamp: 0,
+            buf: Vec::new(),
+        };
+        let last = commitlog.segments.len() - 1;
+        for (i, seg) in commitlog.segments.iter().enumerate() {
+            let map = seg.map()?;
+            let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
+            for r in it.by_ref() {
+                let m = r?;
+                w.dispatch_record(&m)?;
+                if m.transaction_type().is_queued() {
+                    let n = m
+                        .property(crate::format::commitlog::prop::INNER_NUM)
+                        .and_then(|s| crate::format::java::parse_int(&s))
+                        .filter(|_| {
+                            m.sys_flag & crate::format::commitlog::sysflag::INNER_BATCH != 0
+                        })
+                        .unwrap_or(1) as i64;
+                    w.queue_offsets.insert(
+                        (m.topic.to_string(), m.queue_id),
+                        m.queue_offset.saturating_add(n),
+                    );
+                }
+            }
+            let later_empty = || {
+                commitlog.segments[i + 1..].iter().all(|s| {
+                    s.map().is_ok_and(|m| {
+                        matches!(parse_record(&m, 0, s.start, false), Ok(Record::EndOfData))
+                    })
+                })
+            };
+            match it.end().clone() {
+                SegmentEnd::Blank { .. } => w.next_offset = seg.start.saturating_add(file_size),
+                SegmentEnd::EndOfData { pos } if i == last || later_empty() => {
+                    let mut f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&seg.path)
+                        .map_err(|e| Error::io(&seg.path, e))?;
+                    use std::io::Seek;
+                    f.seek(std::io::SeekFrom::Start(pos as u64))
+                        .map_err(|e| Error::io(&seg.path, e))?;
+                    w.segment = Some(SegmentWriter {
+                        path: seg.path.clone(),
+                        start: seg.start,
+                        pos: pos as u64,
+                        out: BufWriter::with_capacity(1 << 20, f),
+                    });
+                    break;
+                }
+                end => {
+                    return Err(Error::layout(
+                        &seg.path,
+                        format!(
+                            "cannot resume: the data ends here ({end:?}) but later commitlog \
+                             files exist or the file is damaged; repair the store first"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(w)
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }

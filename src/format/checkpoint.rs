@@ -68,9 +68,13 @@ impl Checkpoint {
         v
     }
 
-    /// `getMinTimestamp`: `min(physic, logics) - 3000`, at least 0.
+    /// `getMinTimestamp`: `min(physic, logics) - 3000` (wrapping, as Java), at least 0.
     pub fn min_timestamp(&self) -> i64 {
-        (self.physic_msg_timestamp.min(self.logics_msg_timestamp) - 3000).max(0)
+        // Java long arithmetic: the subtraction wraps
+        self.physic_msg_timestamp
+            .min(self.logics_msg_timestamp)
+            .wrapping_sub(3000)
+            .max(0)
     }
 
     /// `getMinTimestampIndex`: `min(getMinTimestamp(), indexMsgTimestamp)`.

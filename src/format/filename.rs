@@ -9,10 +9,11 @@ pub fn offset_to_name(offset: u64) -> String {
     format!("{offset:020}")
 }
 
-/// The start offset a mapped file's name stands for, if the name is 20 decimal digits.
+/// The start offset a mapped file's name stands for, if the name is 20 decimal digits within a
+/// Java long (the broker's `Long.parseLong` rejects anything larger).
 pub fn name_to_offset(name: &str) -> Option<u64> {
     if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) {
-        name.parse().ok()
+        name.parse::<i64>().ok().map(|v| v as u64)
     } else {
         None
     }
@@ -65,5 +66,7 @@ mod tests {
         assert_eq!(name_to_offset("0000000000107374182"), None);
         assert_eq!(name_to_offset("0000000000107374182x"), None);
         assert_eq!(name_to_offset("99999999999999999999"), None);
+        assert_eq!(name_to_offset("09223372036854775808"), None);
+        assert_eq!(name_to_offset("09223372036854775807"), Some(i64::MAX as u64));
     }
 }

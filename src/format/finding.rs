@@ -279,6 +279,56 @@ pub const CODES: &[(&str, Severity, &str)] = &[
         Severity::Info,
         "a consume queue whose topic is not in topics.json",
     ),
+    (
+        "commitlog.hole",
+        Severity::Error,
+        "zeros where a record should start, with records after them",
+    ),
+    (
+        "commitlog.stale_records",
+        Severity::Warning,
+        "records left behind an earlier truncation after the end of the data",
+    ),
+    (
+        "commitlog.odd_field",
+        Severity::Warning,
+        "a record field the broker would not write (sysflag bits, topic name, version, time)",
+    ),
+    (
+        "consumequeue.lag",
+        Severity::Warning,
+        "queued records past the consume queue's end that the broker dispatches on its next start",
+    ),
+    (
+        "index.lag",
+        Severity::Warning,
+        "record keys after the index's last entry, indexed on the broker's next start",
+    ),
+    (
+        "index.time_mismatch",
+        Severity::Warning,
+        "an index entry whose time diff disagrees with its record's store time",
+    ),
+    (
+        "index.stale_entry",
+        Severity::Info,
+        "index entries pointing below the commitlog's first offset (expired data)",
+    ),
+    (
+        "index.dropped_on_restart",
+        Severity::Warning,
+        "an index file an unclean start deletes (endTimestamp after indexMsgTimestamp)",
+    ),
+    (
+        "checkpoint.confirm_offset",
+        Severity::Warning,
+        "the 5.x confirmPhyOffset is not on a record boundary",
+    ),
+    (
+        "config.bad_backup",
+        Severity::Warning,
+        "a config .bak file that does not parse while the main file does",
+    ),
 ];
 
 /// The default severity of a code (Error for an unknown code, so a typo is loud).

@@ -67,7 +67,8 @@ pub fn batch_units(buf: &[u8]) -> impl Iterator<Item = BatchCqUnit> + '_ {
 pub fn find_unit(units: &[BatchCqUnit], q: i64) -> Option<&BatchCqUnit> {
     let i = units.partition_point(|u| u.msg_base_offset <= q);
     let u = units.get(i.checked_sub(1)?)?;
-    (q < u.msg_base_offset + u.batch_size as i64).then_some(u)
+    // q >= base here; compare the distance so that a base near i64::MAX cannot overflow
+    ((q.wrapping_sub(u.msg_base_offset) as u64) < u.batch_size.max(0) as u64).then_some(u)
 }
 
 #[cfg(test)]

@@ -134,6 +134,32 @@ impl ConsumeQueue {
         Ok(end)
     }
 
+    /// The max offset found without scanning: a binary search of the last file for its first
+    /// invalid unit (valid units are a prefix of a healthy file). Equal to [`Self::max_offset`]
+    /// on a healthy queue; for browsing, where opening must not read whole files.
+    pub fn max_offset_fast(&self) -> Result<u64> {
+        let Some(last) = self.files.last() else {
+            return Ok(0);
+        };
+        let map = Mapped::open(&last.path)?;
+        let n = map.len() / UNIT_SIZE;
+        let valid = |i: usize| {
+            map.get(i * UNIT_SIZE..)
+                .and_then(CqUnit::from_bytes)
+                .is_some_and(|u| u.is_valid())
+        };
+        let (mut lo, mut hi) = (0usize, n);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if valid(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok((last.start + (lo * UNIT_SIZE) as u64) / UNIT_SIZE as u64)
+    }
+
     /// `getMaxOffsetInQueue`: the next queue offset to be written.
     pub fn max_offset(&self) -> Result<u64> {
         Ok(self.end_pos()? / UNIT_SIZE as u64)

@@ -205,7 +205,9 @@ impl<B: AsRef<[u8]>> IndexFile<B> {
                 since_last_add = 0;
             } else {
                 since_last_add += 1;
-                if since_last_add > i64::from(count) + 1 {
+                // bounded by what the file can hold, not by the (possibly corrupt) header
+                let bound = i64::from(count).min(i64::from(self.geometry.entries));
+                if since_last_add > bound + 1 {
                     break;
                 }
             }

@@ -1,0 +1,1115 @@
+//! `rmqstore dump`: the records of one kind of store file, as a readable table or JSON Lines.
+//!
+//! - `dump commitlog <STORE|FILE>`: messages in commitlog order, in the one message shape
+//!   ([`output::MessageJson`]); compressed bodies are shown decompressed (`body_decompressed_from`
+//!   names the algorithm).
+//! - `dump consumequeue <STORE> --topic T [--queue Q]`: consume queue units.
+//! - `dump index <STORE|FILE>`: index file headers and entries.
+//! - `dump checkpoint <STORE>`, `dump config <STORE>`.
+//!
+//! JSON Lines: one object per record, then a last line `{"summary":{...}}`. Notes (a limit that
+//! cut the output short, a file that does not parse) go to stderr. A closed pipe ends quietly.
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::output::{self, format_time, json_line, BodyMode, MessageJson};
+use super::{ExitStatus, GeometryArgs};
+use crate::engine::query::{walk_segment, Reader};
+use crate::engine::store::StorePath;
+use crate::engine::Store;
+use crate::format::checkpoint::Checkpoint;
+use crate::format::commitlog::read::{parse_record, Record, Segment, SegmentEnd};
+use crate::format::commitlog::MessageRef;
+use crate::format::config::{
+    load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, JsonValue, Loaded,
+    SubscriptionGroups, TopicConfigs,
+};
+use crate::format::consumequeue::{ConsumeQueue, UNIT_SIZE};
+use crate::format::geometry::resolve;
+use crate::format::indexfile::{
+    infer_geometry, slot_of, IndexFile, IndexGeometry, IndexHeader, InferResult,
+};
+use crate::format::mapped::Mapped;
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    #[command(subcommand)]
+    pub what: DumpWhat,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DumpWhat {
+    /// Messages of the commitlog (a store, or one commitlog file), in offset order.
+    Commitlog(CommitlogArgs),
+    /// Units of a topic's consume queues.
+    Consumequeue(ConsumeQueueArgs),
+    /// Index file headers and entries (a store, or one index file).
+    Index(IndexArgs),
+    /// The checkpoint file.
+    Checkpoint(CheckpointArgs),
+    /// The config JSON files (consumer offsets, delay offsets, topics, subscription groups).
+    Config(ConfigArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CommitlogArgs {
+    /// A store root, or one commitlog file.
+    pub path: PathBuf,
+    /// Start at this commitlog offset (the first record at or after it).
+    #[arg(long, value_name = "OFFSET")]
+    pub from: Option<u64>,
+    /// Print at most N messages.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Only messages of this topic.
+    #[arg(long, value_name = "T")]
+    pub topic: Option<String>,
+    /// How to print bodies (compressed bodies are shown decompressed).
+    #[arg(long, value_enum, default_value_t)]
+    pub body: BodyMode,
+    /// JSON Lines: one object per message, then `{"summary":{...}}`.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ConsumeQueueArgs {
+    /// The store root.
+    pub store: PathBuf,
+    /// The topic whose queues to print.
+    #[arg(long, value_name = "T")]
+    pub topic: String,
+    /// One queue id (default: every queue of the topic).
+    #[arg(long, value_name = "Q")]
+    pub queue: Option<i32>,
+    /// First queue offset to print (default: the first unit of the queue's first file).
+    #[arg(long, value_name = "N")]
+    pub from: Option<u64>,
+    /// Print at most N units per queue.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// JSON Lines: one object per record, then `{"summary":{...}}`.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct IndexArgs {
+    /// A store root, or one index file.
+    pub path: PathBuf,
+    /// Only the 40-byte headers.
+    #[arg(long)]
+    pub header_only: bool,
+    /// JSON Lines: one object per record, then `{"summary":{...}}`.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckpointArgs {
+    /// The store root (or the checkpoint file).
+    pub store: PathBuf,
+    /// One JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// The store root.
+    pub store: PathBuf,
+    /// JSON Lines: one object per config file (`file`, `source`, `content`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: &DumpArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    let status = match &a.what {
+        DumpWhat::Commitlog(c) => commitlog(c, &mut out)?,
+        DumpWhat::Consumequeue(c) => consumequeue(c, &mut out)?,
+        DumpWhat::Index(c) => index(c, &mut out)?,
+        DumpWhat::Checkpoint(c) => checkpoint(c, &mut out)?,
+        DumpWhat::Config(c) => config(c, &mut out)?,
+    };
+    out.flush()?;
+    Ok(status)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages: the printer shared with `query`
+
+/// Prints messages as a table or JSON Lines, then a summary.
+pub(crate) struct MessagePrinter<'w> {
+    out: &'w mut dyn Write,
+    json: bool,
+    body: BodyMode,
+    printed: u64,
+    buf: Vec<u8>,
+}
+
+impl<'w> MessagePrinter<'w> {
+    pub(crate) fn new(out: &'w mut dyn Write, json: bool, body: BodyMode) -> Self {
+        MessagePrinter {
+            out,
+            json,
+            body,
+            printed: 0,
+            buf: Vec::with_capacity(4096),
+        }
+    }
+
+    pub(crate) fn printed(&self) -> u64 {
+        self.printed
+    }
+
+    /// Print one message found in `file`.
+    pub(crate) fn print(&mut self, m: &MessageRef<'_>, file: &Path) -> anyhow::Result<()> {
+        self.buf.clear();
+        render(&mut self.buf, m, file, self.json, self.body)?;
+        let line = std::mem::take(&mut self.buf);
+        let r = self.write_rendered(&line, 1);
+        self.buf = line;
+        r
+    }
+
+    /// Write `n` lines rendered by [`render`] (the table header first, before the first row).
+    pub(crate) fn write_rendered(&mut self, lines: &[u8], n: u64) -> anyhow::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        if !self.json && self.printed == 0 {
+            writeln!(self.out, "{}", table_header())?;
+        }
+        self.out.write_all(lines)?;
+        self.printed += n;
+        Ok(())
+    }
+
+    /// The last line: `{"summary":{...}}` in JSON, `-- key: value, ...` in text.
+    pub(crate) fn summary(&mut self, summary: Value) -> anyhow::Result<()> {
+        if self.json {
+            json_line(self.out, &json!({ "summary": summary }))?;
+        } else {
+            let parts: Vec<String> = match &summary {
+                Value::Object(m) => m
+                    .iter()
+                    .filter(|(_, v)| !v.is_null())
+                    .map(|(k, v)| match v {
+                        Value::String(s) => format!("{k}: {s}"),
+                        other => format!("{k}: {other}"),
+                    })
+                    .collect(),
+                other => vec![other.to_string()],
+            };
+            writeln!(self.out, "-- {}", parts.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+fn table_header() -> String {
+    format!(
+        "{:>12} {:>7} {:<24} {:>5} {:>8} {:<23} {:<10} {:<20} {:<32} BODY",
+        "OFFSET", "SIZE", "TOPIC", "QUEUE", "QOFFSET", "STORED", "TAGS", "KEYS", "UNIQ_KEY"
+    )
+}
+
+/// Append one message as a JSON line or a table row to `buf`.
+pub(crate) fn render(
+    buf: &mut Vec<u8>,
+    m: &MessageRef<'_>,
+    file: &Path,
+    json: bool,
+    body: BodyMode,
+) -> anyhow::Result<()> {
+    let j = MessageJson::new(m, file, body);
+    if json {
+        serde_json::to_writer(&mut *buf, &j)?;
+        buf.push(b'\n');
+    } else {
+        writeln!(
+            buf,
+            "{:>12} {:>7} {:<24} {:>5} {:>8} {:<23} {:<10} {:<20} {:<32} {}",
+            j.commitlog_offset,
+            j.size,
+            j.topic,
+            j.queue_id,
+            j.queue_offset,
+            format_time(j.store_timestamp),
+            j.tags.as_deref().unwrap_or("-"),
+            if j.keys.is_empty() {
+                "-".to_string()
+            } else {
+                j.keys.join(" ")
+            },
+            j.uniq_key.as_deref().unwrap_or("-"),
+            body_preview(&j),
+        )?;
+    }
+    Ok(())
+}
+
+/// The start of a body for the table: printable text, or the encoding the body would need.
+fn body_preview(j: &MessageJson) -> String {
+    const MAX: usize = 60;
+    let mut s = String::new();
+    if let Some(c) = j.body_decompressed_from {
+        s.push_str(&format!("[{c:?} decompressed] ").to_lowercase());
+    }
+    match &j.body {
+        None => s.push_str(&format!("({} bytes)", j.body_len)),
+        Some(b) => {
+            let mut text: String = b
+                .chars()
+                .take(MAX)
+                .map(|c| if c.is_control() { ' ' } else { c })
+                .collect();
+            if b.chars().count() > MAX {
+                text.push('…');
+            }
+            if j.body_encoding != "utf8" {
+                s.push_str(&format!("{}:", j.body_encoding));
+            }
+            s.push_str(&text);
+        }
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------------------------
+// dump commitlog
+
+fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let segments: Vec<Segment> = match StorePath::classify(&a.path)? {
+        StorePath::Root(root) => Store::open(&root, &a.geometry.inputs()?)?
+            .commitlog
+            .segments
+            .clone(),
+        StorePath::CommitlogFile { path, start } => {
+            let len = std::fs::metadata(&path)?.len();
+            vec![Segment { path, start, len }]
+        }
+        _ => anyhow::bail!(
+            "{}: give a store root or a commitlog file (commitlog/<20 digits>)",
+            a.path.display()
+        ),
+    };
+    let total: u64 = segments.iter().map(|s| s.len).sum();
+    let pb = output::progress(total, "dumping");
+    let mut printer = MessagePrinter::new(out, a.json, a.body);
+    let limit = a.count.unwrap_or(u64::MAX);
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .clamp(1, 8);
+    let stop = AtomicBool::new(false);
+    // The walk (one thread, in file order) hands batches of raw records to `workers` threads that
+    // render them; this thread writes the rendered batches in order. JSON escaping of bodies is
+    // most of the work, so it is what runs in parallel.
+    let walked = std::thread::scope(|s| -> anyhow::Result<WalkOutcome> {
+        let (batch_tx, batch_rx) = mpsc::sync_channel::<Batch>(workers * 2);
+        let batch_rx = Arc::new(Mutex::new(batch_rx));
+        let (out_tx, out_rx) = mpsc::sync_channel::<Rendered>(workers * 2);
+        let (segs, pb_ref, stop_ref) = (&segments, &pb, &stop);
+        let walker = s.spawn(move || walk_all(segs, a, limit, pb_ref, stop_ref, batch_tx));
+        for _ in 0..workers {
+            let (rx, tx) = (Arc::clone(&batch_rx), out_tx.clone());
+            s.spawn(move || loop {
+                let next = match rx.lock() {
+                    Ok(r) => r.recv(),
+                    Err(_) => break,
+                };
+                let Ok(batch) = next else { break };
+                if tx.send(render_batch(&batch, segs, a.json, a.body)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop((out_tx, batch_rx));
+        let mut pending: BTreeMap<u64, Rendered> = BTreeMap::new();
+        let mut next = 0u64;
+        let mut failed: Option<anyhow::Error> = None;
+        'receive: while let Ok(r) = out_rx.recv() {
+            pending.insert(r.seq, r);
+            while let Some(r) = pending.remove(&next) {
+                next += 1;
+                let written = r
+                    .lines
+                    .and_then(|lines| printer.write_rendered(&lines, r.count));
+                if let Err(e) = written {
+                    failed = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                    break 'receive;
+                }
+            }
+        }
+        drop(out_rx);
+        let walked = walker
+            .join()
+            .map_err(|_| anyhow::anyhow!("the commitlog walk panicked"))?;
+        match failed {
+            Some(e) => Err(e),
+            None => walked,
+        }
+    });
+    pb.finish_and_clear();
+    let WalkOutcome {
+        files,
+        more,
+        problems,
+    } = walked?;
+    printer.summary(json!({
+        "messages": printer.printed(),
+        "files": files,
+        "truncated": more,
+        "problems": problems.len(),
+    }))?;
+    printer.out.flush()?;
+    if more {
+        output::note_truncated(&format!(
+            "--count {limit} reached: more messages follow (continue with --from)"
+        ));
+    }
+    for p in &problems {
+        eprintln!("rmqstore: {p}");
+    }
+    Ok(if problems.is_empty() {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Findings
+    })
+}
+
+/// Records of one commitlog file, copied out of the walk's buffer for rendering.
+struct Batch {
+    seq: u64,
+    segment: usize,
+    /// `(commitlog offset, bytes range)` of each record.
+    records: Vec<(u64, std::ops::Range<usize>)>,
+    bytes: Vec<u8>,
+}
+
+/// A batch rendered: its lines and how many messages they hold.
+struct Rendered {
+    seq: u64,
+    lines: anyhow::Result<Vec<u8>>,
+    count: u64,
+}
+
+struct WalkOutcome {
+    files: u64,
+    more: bool,
+    problems: Vec<String>,
+}
+
+/// Bytes of records per batch.
+const BATCH_BYTES: usize = 1 << 20;
+
+fn render_batch(b: &Batch, segments: &[Segment], json: bool, body: BodyMode) -> Rendered {
+    let mut lines = Vec::with_capacity(b.bytes.len() + b.bytes.len() / 2);
+    let mut count = 0;
+    let path = segments
+        .get(b.segment)
+        .map(|s| s.path.as_path())
+        .unwrap_or(Path::new(""));
+    for (pos, range) in &b.records {
+        let Some(raw) = b.bytes.get(range.clone()) else {
+            continue;
+        };
+        if let Ok(Record::Message(m)) = parse_record(raw, 0, *pos, false) {
+            if let Err(e) = render(&mut lines, &m, path, json, body) {
+                return Rendered {
+                    seq: b.seq,
+                    lines: Err(e),
+                    count,
+                };
+            }
+            count += 1;
+        }
+    }
+    Rendered {
+        seq: b.seq,
+        lines: Ok(lines),
+        count,
+    }
+}
+
+/// Walk the commitlog files in order, sending the records `--from`/`--topic`/`--count` keep.
+fn walk_all(
+    segments: &[Segment],
+    a: &CommitlogArgs,
+    limit: u64,
+    pb: &indicatif::ProgressBar,
+    stop: &AtomicBool,
+    tx: mpsc::SyncSender<Batch>,
+) -> anyhow::Result<WalkOutcome> {
+    let mut out = WalkOutcome {
+        files: 0,
+        more: false,
+        problems: Vec::new(),
+    };
+    let mut kept = 0u64;
+    let mut seq = 0u64;
+    let mut done_bytes = 0u64;
+    let mut gap: Option<String> = None;
+    let mut hung_up = false;
+    let last = segments.len().saturating_sub(1);
+    let from = a.from.unwrap_or(0);
+    for (i, seg) in segments.iter().enumerate() {
+        if seg.start.saturating_add(seg.len) <= from {
+            done_bytes += seg.len;
+            continue;
+        }
+        let (file_pos, skip_below) = start_in_segment(seg, from);
+        out.files += 1;
+        let new_batch = |seq: u64| Batch {
+            seq,
+            segment: i,
+            records: Vec::new(),
+            bytes: Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4),
+        };
+        let mut batch = new_batch(seq);
+        let mut seen = 0u64;
+        let w = walk_segment(seg, file_pos, true, |m| {
+            seen += 1;
+            if seen % 4096 == 0 {
+                if stop.load(Ordering::Relaxed) {
+                    hung_up = true;
+                    return ControlFlow::Break(());
+                }
+                pb.set_position(done_bytes + (m.position - seg.start));
+            }
+            if m.position < skip_below || a.topic.as_deref().is_some_and(|t| m.topic != t) {
+                return ControlFlow::Continue(());
+            }
+            if kept >= limit {
+                out.more = true;
+                return ControlFlow::Break(());
+            }
+            kept += 1;
+            let start = batch.bytes.len();
+            batch.bytes.extend_from_slice(m.raw);
+            batch.records.push((m.position, start..batch.bytes.len()));
+            if batch.bytes.len() >= BATCH_BYTES {
+                seq += 1;
+                let full = std::mem::replace(&mut batch, new_batch(seq));
+                if tx.send(full).is_err() {
+                    hung_up = true;
+                    return ControlFlow::Break(());
+                }
+            }
+            ControlFlow::Continue(())
+        })?;
+        if !batch.records.is_empty() {
+            seq += 1;
+            if tx.send(batch).is_err() {
+                hung_up = true;
+            }
+        }
+        done_bytes += seg.len;
+        if w.stopped || hung_up {
+            break;
+        }
+        // data in a file after one that ended in zeros: a pre-allocated empty next file is normal
+        if w.records > 0 {
+            out.problems.extend(gap.take());
+        }
+        if let Some(e) = w.error {
+            out.problems.push(format!(
+                "{e}; the broker's recovery would stop at this record, dropping everything after it"
+            ));
+        } else if let (true, SegmentEnd::EndOfData { pos }) = (i != last, &w.end) {
+            gap = Some(format!(
+                "{}: data ends at byte {pos} without a blank record, but later files hold data \
+                 (the broker's recovery stops there)",
+                seg.path.display()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Where the walk of `seg` starts for `--from`: the position itself when a message record starts
+/// there, else the file start (records below `from` are skipped).
+fn start_in_segment(seg: &Segment, from: u64) -> (u64, u64) {
+    if from <= seg.start {
+        return (0, 0);
+    }
+    let pos = from - seg.start;
+    let starts_there = Mapped::open(&seg.path).ok().is_some_and(|m| {
+        usize::try_from(pos).is_ok_and(|p| {
+            matches!(
+                parse_record(&m, p, seg.start, false),
+                Ok(Record::Message(_))
+            )
+        })
+    });
+    if starts_there {
+        (pos, from)
+    } else {
+        (0, from)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dump consumequeue
+
+#[derive(Serialize)]
+struct UnitJson<'a> {
+    topic: &'a str,
+    queue_id: i32,
+    queue_offset: u64,
+    commitlog_offset: i64,
+    size: i32,
+    tags_code: i64,
+    /// A `fillPreBlank` placeholder, never a message.
+    pre_blank: bool,
+    /// The tags code is a ConsumeQueueExt address.
+    ext_address: bool,
+    /// Points below the commitlog's first offset (deleted data).
+    stale: bool,
+    file: String,
+}
+
+fn consumequeue(a: &ConsumeQueueArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let queues: Vec<&ConsumeQueue> = match a.queue {
+        Some(q) => store.queue(&a.topic, q).into_iter().collect(),
+        None => store.topic_queues(&a.topic).collect(),
+    };
+    if queues.is_empty() {
+        anyhow::bail!(
+            "no consume queue for topic {:?}{} under {}",
+            a.topic,
+            a.queue.map(|q| format!(" queue {q}")).unwrap_or_default(),
+            store.root.join("consumequeue").display()
+        );
+    }
+    let reader = Reader::new(&store);
+    let cl_min = store.commitlog.min_offset() as i64;
+    let limit = a.count.unwrap_or(u64::MAX);
+    let mut summary = Vec::new();
+    let mut truncated = Vec::new();
+    for cq in queues {
+        let min = cq.min_offset(store.commitlog.min_offset())?;
+        let max = cq.max_offset()?;
+        let first = cq
+            .files
+            .first()
+            .map(|f| f.start / UNIT_SIZE as u64)
+            .unwrap_or(0);
+        let from = a.from.unwrap_or(first);
+        if !a.json {
+            writeln!(
+                out,
+                "{}/{}: min offset {min}, max offset {max}, {} file(s)",
+                cq.topic,
+                cq.queue_id,
+                cq.files.len()
+            )?;
+            writeln!(
+                out,
+                "{:>10} {:>14} {:>8} {:>20}  NOTE",
+                "QOFFSET", "COMMITLOG", "SIZE", "TAGS_CODE"
+            )?;
+        }
+        let mut n = 0u64;
+        let mut more = false;
+        let mut failed: Option<anyhow::Error> = None;
+        reader.for_each_unit_from(cq, from, |q, u| {
+            if n >= limit {
+                more = true;
+                return ControlFlow::Break(());
+            }
+            n += 1;
+            let pre_blank = u.is_pre_blank();
+            let ext = u.has_ext_addr();
+            let stale = !pre_blank && u.offset < cl_min;
+            let r = if a.json {
+                let file = file_of(cq, q);
+                json_line(
+                    out,
+                    &UnitJson {
+                        topic: &cq.topic,
+                        queue_id: cq.queue_id,
+                        queue_offset: q,
+                        commitlog_offset: u.offset,
+                        size: u.size,
+                        tags_code: u.tags_code,
+                        pre_blank,
+                        ext_address: ext,
+                        stale,
+                        file,
+                    },
+                )
+            } else {
+                let note = [
+                    (pre_blank, "pre-blank"),
+                    (ext, "ext address"),
+                    (stale, "below commitlog min"),
+                ]
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, s)| *s)
+                .collect::<Vec<_>>()
+                .join(", ");
+                writeln!(
+                    out,
+                    "{:>10} {:>14} {:>8} {:>20}  {note}",
+                    q, u.offset, u.size, u.tags_code
+                )
+                .map_err(Into::into)
+            };
+            if let Err(e) = r {
+                failed = Some(e);
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if more {
+            truncated.push(format!("{}/{}", cq.topic, cq.queue_id));
+        }
+        summary.push(json!({
+            "topic": cq.topic, "queue_id": cq.queue_id, "min_offset": min, "max_offset": max,
+            "units": n, "truncated": more,
+        }));
+    }
+    if a.json {
+        json_line(out, &json!({ "summary": { "queues": summary } }))?;
+    }
+    out.flush()?;
+    if !truncated.is_empty() {
+        output::note_truncated(&format!(
+            "--count {limit} reached in {}: more units follow",
+            truncated.join(", ")
+        ));
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn file_of(cq: &ConsumeQueue, q: u64) -> String {
+    let pos = q.saturating_mul(UNIT_SIZE as u64);
+    cq.files
+        .iter()
+        .rev()
+        .find(|f| f.start <= pos)
+        .map(|f| f.path.display().to_string())
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// dump index
+
+#[derive(Serialize)]
+struct EntryJson<'a> {
+    file: &'a str,
+    entry: u32,
+    slot: u32,
+    key_hash: i32,
+    phy_offset: i64,
+    time_diff: i32,
+    /// `beginTimestamp + time_diff * 1000`, as the lookup computes it.
+    time: i64,
+    prev: i32,
+}
+
+fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let inputs = a.geometry.inputs()?;
+    let (files, store_geometry): (Vec<PathBuf>, Option<IndexGeometry>) =
+        match StorePath::classify(&a.path)? {
+            StorePath::Root(root) => {
+                let s = Store::open(&root, &inputs)?;
+                let g = IndexGeometry::new(
+                    s.geometry.index_slots.value,
+                    s.geometry.index_entries.value,
+                );
+                (s.index_files.clone(), Some(g))
+            }
+            StorePath::IndexFile(p) => (vec![p], None),
+            _ => anyhow::bail!(
+                "{}: give a store root or an index file (index/<yyyyMMddHHmmssSSS>)",
+                a.path.display()
+            ),
+        };
+    let flags = resolve(&inputs);
+    let mut status = ExitStatus::Success;
+    let mut entries_total = 0u64;
+    for p in &files {
+        let name = p.display().to_string();
+        let map = Mapped::open(p)?;
+        let header = IndexHeader::from_bytes(&map).map_err(|e| e.in_file(p, 0))?;
+        let geometry = match store_geometry {
+            Some(g) => Some(g),
+            None => file_geometry(&map, &inputs, &flags),
+        };
+        if a.json {
+            json_line(
+                out,
+                &json!({
+                    "file": name, "size": map.len(), "header": header,
+                    "entries": (header.index_count as i64 - 1).max(0),
+                    "geometry": geometry,
+                }),
+            )?;
+        } else {
+            writeln!(out, "{name}")?;
+            writeln!(
+                out,
+                "  begin {} ({})  end {} ({})",
+                header.begin_timestamp,
+                format_time(header.begin_timestamp),
+                header.end_timestamp,
+                format_time(header.end_timestamp)
+            )?;
+            writeln!(
+                out,
+                "  phy offsets {}..{}  hash slots taken {}  index count {} ({} entries)  geometry {}",
+                header.begin_phy_offset,
+                header.end_phy_offset,
+                header.hash_slot_count,
+                header.index_count,
+                (header.index_count as i64 - 1).max(0),
+                geometry.map(|g| g.to_string()).unwrap_or_else(|| "unknown".into())
+            )?;
+        }
+        if a.header_only {
+            continue;
+        }
+        let Some(g) = geometry else {
+            eprintln!(
+                "rmqstore: {name}: slot and entry counts unknown (pass --index-slots and --index-entries); entries not shown"
+            );
+            status = ExitStatus::Findings;
+            continue;
+        };
+        let file = match IndexFile::new(map, g) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("rmqstore: {}", e.in_file(p, 0));
+                status = ExitStatus::Findings;
+                continue;
+            }
+        };
+        if !a.json {
+            writeln!(
+                out,
+                "  {:>9} {:>8} {:>11} {:>14} {:>9} {:<23} {:>9}",
+                "ENTRY", "SLOT", "HASH", "PHY_OFFSET", "DIFF_S", "TIME", "PREV"
+            )?;
+        }
+        for e in file.entries() {
+            let (n, e) = match e {
+                Ok(x) => x,
+                Err(err) => {
+                    eprintln!("rmqstore: {}", err.in_file(p, 0));
+                    status = ExitStatus::Findings;
+                    break;
+                }
+            };
+            entries_total += 1;
+            let time = header
+                .begin_timestamp
+                .wrapping_add(i64::from(e.time_diff).wrapping_mul(1000));
+            let slot = slot_of(e.key_hash, g.slots);
+            if a.json {
+                json_line(
+                    out,
+                    &EntryJson {
+                        file: &name,
+                        entry: n,
+                        slot,
+                        key_hash: e.key_hash,
+                        phy_offset: e.phy_offset,
+                        time_diff: e.time_diff,
+                        time,
+                        prev: e.prev,
+                    },
+                )?;
+            } else {
+                writeln!(
+                    out,
+                    "  {:>9} {:>8} {:>11} {:>14} {:>9} {:<23} {:>9}",
+                    n,
+                    slot,
+                    e.key_hash,
+                    e.phy_offset,
+                    e.time_diff,
+                    format_time(time),
+                    e.prev
+                )?;
+            }
+        }
+    }
+    if a.json {
+        json_line(
+            out,
+            &json!({ "summary": { "files": files.len(), "entries": entries_total } }),
+        )?;
+    }
+    Ok(status)
+}
+
+/// The geometry of a lone index file: the flags (or broker config), else inference, else the
+/// broker's default when the size fits it.
+fn file_geometry(
+    map: &[u8],
+    inputs: &crate::format::geometry::GeometryInputs,
+    resolved: &crate::format::geometry::Geometry,
+) -> Option<IndexGeometry> {
+    let given = |o: &crate::format::geometry::GeometryOverrides| {
+        o.index_slots
+            .zip(o.index_entries)
+            .map(|(s, e)| IndexGeometry::new(s, e))
+    };
+    if let Some(g) = given(&inputs.flags).or_else(|| given(&inputs.broker_conf)) {
+        return Some(g);
+    }
+    match infer_geometry(map).result {
+        InferResult::Unique(g) => Some(g),
+        _ => {
+            let d = IndexGeometry::new(resolved.index_slots.value, resolved.index_entries.value);
+            (d.file_size() == map.len() as u64).then_some(d)
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// dump checkpoint
+
+fn checkpoint(a: &CheckpointArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let path = if a.store.is_dir() {
+        a.store.join("checkpoint")
+    } else {
+        a.store.clone()
+    };
+    let bytes = std::fs::read(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let cp = Checkpoint::from_bytes(&bytes).map_err(|e| e.in_file(&path, 0))?;
+    if a.json {
+        json_line(
+            out,
+            &json!({
+                "file": path.display().to_string(),
+                "size": bytes.len(),
+                "physic_msg_timestamp": cp.physic_msg_timestamp,
+                "logics_msg_timestamp": cp.logics_msg_timestamp,
+                "index_msg_timestamp": cp.index_msg_timestamp,
+                "master_flushed_offset": cp.master_flushed_offset,
+                "confirm_phy_offset": cp.confirm_phy_offset,
+                "min_timestamp": cp.min_timestamp(),
+                "min_timestamp_index": cp.min_timestamp_index(),
+            }),
+        )?;
+    } else {
+        writeln!(out, "{} ({} bytes)", path.display(), bytes.len())?;
+        for (name, v, is_time) in [
+            ("physicMsgTimestamp", cp.physic_msg_timestamp, true),
+            ("logicsMsgTimestamp", cp.logics_msg_timestamp, true),
+            ("indexMsgTimestamp", cp.index_msg_timestamp, true),
+            ("masterFlushedOffset", cp.master_flushed_offset, false),
+            ("confirmPhyOffset", cp.confirm_phy_offset, false),
+            ("minTimestamp (recovery)", cp.min_timestamp(), true),
+            ("minTimestampIndex", cp.min_timestamp_index(), true),
+        ] {
+            if is_time && v > 0 {
+                writeln!(out, "{name:<24} {v:>15}  {}", format_time(v))?;
+            } else {
+                writeln!(out, "{name:<24} {v:>15}")?;
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+// ---------------------------------------------------------------------------------------------
+// dump config
+
+/// A fastjson value as plain JSON (bare integer keys become strings).
+fn to_json_value(v: &JsonValue) -> Value {
+    match v {
+        JsonValue::Null => Value::Null,
+        JsonValue::Bool(b) => Value::Bool(*b),
+        JsonValue::Number(raw) => {
+            if let Ok(n) = raw.parse::<i64>() {
+                Value::from(n)
+            } else if let Some(n) = raw
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+            {
+                Value::Number(n)
+            } else {
+                Value::String(raw.clone())
+            }
+        }
+        JsonValue::String(s) => Value::String(s.clone()),
+        JsonValue::Array(a) => Value::Array(a.iter().map(to_json_value).collect()),
+        JsonValue::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.name().into_owned(), to_json_value(v)))
+                .collect(),
+        ),
+    }
+}
+
+fn source_text(s: &ConfigSource) -> (&'static str, Option<String>) {
+    match s {
+        ConfigSource::Main => ("main", None),
+        ConfigSource::Backup { reason } => ("backup", Some(reason.clone())),
+        ConfigSource::Missing => ("missing", None),
+        ConfigSource::Empty { reason } => ("empty", Some(reason.clone())),
+    }
+}
+
+fn config_json<T: ConfigFile>(l: &Loaded<T>) -> Value {
+    let (source, reason) = source_text(&l.source);
+    json!({
+        "file": T::FILE_NAME,
+        "path": l.path.display().to_string(),
+        "source": source,
+        "reason": reason,
+        "content": to_json_value(&l.value.to_json()),
+    })
+}
+
+fn config_heading<T: ConfigFile>(out: &mut dyn Write, l: &Loaded<T>) -> std::io::Result<()> {
+    let (source, reason) = source_text(&l.source);
+    let how = match (source, reason) {
+        ("main", _) => String::new(),
+        ("missing", _) => " (missing)".to_string(),
+        (s, Some(r)) => format!(" ({s}: {r})"),
+        (s, None) => format!(" ({s})"),
+    };
+    writeln!(out, "\n{}{how}", l.path.display())
+}
+
+fn config(a: &ConfigArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let dir = if a.store.join("config").is_dir() {
+        a.store.join("config")
+    } else {
+        a.store.clone()
+    };
+    if !dir.is_dir() {
+        anyhow::bail!("{}: no config/ folder", a.store.display());
+    }
+    let offsets = load::<ConsumerOffsets>(&dir)?;
+    let delay = load::<DelayOffsets>(&dir)?;
+    let topics = load::<TopicConfigs>(&dir)?;
+    let groups = load::<SubscriptionGroups>(&dir)?;
+    let mut status = ExitStatus::Success;
+    for s in [
+        &offsets.source,
+        &delay.source,
+        &topics.source,
+        &groups.source,
+    ] {
+        if matches!(s, ConfigSource::Backup { .. } | ConfigSource::Empty { .. }) {
+            status = ExitStatus::Findings;
+        }
+    }
+    if a.json {
+        json_line(out, &config_json(&offsets))?;
+        json_line(out, &config_json(&delay))?;
+        json_line(out, &config_json(&topics))?;
+        json_line(out, &config_json(&groups))?;
+        return Ok(status);
+    }
+    config_heading(out, &offsets)?;
+    writeln!(
+        out,
+        "{:<40} {:<28} {:>5} {:>12}",
+        "TOPIC", "GROUP", "QUEUE", "OFFSET"
+    )?;
+    for (topic, group, queues) in offsets.value.iter() {
+        for (q, o) in queues {
+            writeln!(out, "{topic:<40} {group:<28} {q:>5} {o:>12}")?;
+        }
+    }
+    config_heading(out, &delay)?;
+    writeln!(out, "{:>5} {:>12}", "LEVEL", "OFFSET")?;
+    for (level, o) in delay.value.iter() {
+        writeln!(out, "{level:>5} {o:>12}")?;
+    }
+    config_heading(out, &topics)?;
+    writeln!(
+        out,
+        "{:<40} {:>5} {:>5} {:>4} {:>5} {:<10} {:>7}",
+        "TOPIC", "READ", "WRITE", "PERM", "ORDER", "FILTER", "SYSFLAG"
+    )?;
+    for t in topics.value.iter() {
+        writeln!(
+            out,
+            "{:<40} {:>5} {:>5} {:>4} {:>5} {:<10} {:>7}",
+            t.topic_name,
+            t.read_queue_nums,
+            t.write_queue_nums,
+            t.perm,
+            t.order,
+            t.topic_filter_type.as_str(),
+            t.topic_sys_flag
+        )?;
+    }
+    config_heading(out, &groups)?;
+    writeln!(
+        out,
+        "{:<32} {:>7} {:>9} {:>12} {:>9} {:>9}",
+        "GROUP", "CONSUME", "BROADCAST", "RETRY_QUEUES", "RETRY_MAX", "BROKER_ID"
+    )?;
+    for g in groups.value.iter() {
+        writeln!(
+            out,
+            "{:<32} {:>7} {:>9} {:>12} {:>9} {:>9}",
+            g.group_name,
+            g.consume_enable,
+            g.consume_broadcast_enable,
+            g.retry_queue_nums,
+            g.retry_max_times,
+            g.broker_id
+        )?;
+    }
+    let known = [
+        ConsumerOffsets::FILE_NAME,
+        DelayOffsets::FILE_NAME,
+        TopicConfigs::FILE_NAME,
+        SubscriptionGroups::FILE_NAME,
+    ];
+    let mut others: Vec<String> = std::fs::read_dir(&dir)?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| {
+            !known.iter().any(|k| {
+                n == k
+                    || n.strip_prefix(k)
+                        .is_some_and(|s| s == ".bak" || s == ".tmp")
+            })
+        })
+        .collect();
+    others.sort();
+    if !others.is_empty() {
+        writeln!(
+            out,
+            "\nother files in {}: {}",
+            dir.display(),
+            others.join(", ")
+        )?;
+    }
+    Ok(status)
+}

@@ -1,0 +1,255 @@
+//! `rmqstore export`: everything a consumer group has not consumed yet, with the original ids,
+//! keys, tags, properties and bodies, ready to be sent again to a live cluster.
+//!
+//! `--out FILE.jsonl` (or `.json`, `.ndjson`, or `-` for stdout) writes JSON Lines: the `dump`
+//! message shape plus `export_source` (`topic`, `retry`, `delayed`, `dlq`, `transaction`),
+//! `resend_topic`/`resend_queue_id` (where to send it: the original topic of a retry or DLQ
+//! copy), `origin_message_id`, and `due` / `transaction_state` where they apply. Any other
+//! `--out` is a new store directory, one record per exported message (see
+//! `engine::export::write_store`). What is exported is described in `engine::export`. Nothing
+//! is written to the store; an `--overlay` of earlier engine runs (`pull --commit`, `replay`) is
+//! read, so an export after a replay sees the replay's offsets and retries.
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::json;
+
+use super::output::{json_line, parse_time_arg, BodyMode, MessageJson};
+use super::pull::{open_engine, EngineArgs};
+use super::query::BrokerArg;
+use super::{ExitStatus, GeometryArgs};
+use crate::engine::broker::Engine;
+use crate::engine::export::{
+    plan_export, write_store, ExportItem, ExportOptions, ExportPlan, ExportSource, Include,
+};
+use crate::engine::pull::BrokerRole;
+use crate::engine::transaction::HalfState;
+use crate::engine::Store;
+use crate::format::commitlog::read::{parse_record, Record};
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The store root (read-only).
+    pub store: PathBuf,
+    /// The consumer group.
+    #[arg(long, value_name = "G")]
+    pub group: String,
+    /// Only this topic (default: every topic the group has offsets for).
+    #[arg(long, value_name = "T")]
+    pub topic: Option<String>,
+    /// Also export: retry (the group's %RETRY% queue past its offset), delayed (parked in
+    /// SCHEDULE_TOPIC_XXXX for the group's topics), dlq (the whole %DLQ% topic), transactions
+    /// (undecided half messages for the group's topics); comma-separated, or `all`.
+    #[arg(long, value_name = "LIST", default_value = "")]
+    pub include: Include,
+    /// Keep one copy per UNIQ_KEY (the first of: topic, retry, delayed, dlq, transaction).
+    #[arg(long)]
+    pub dedupe: bool,
+    /// FILE.jsonl (also .json, .ndjson; `-` for stdout) for JSON Lines, else a new store
+    /// directory (it must not exist, or be empty).
+    #[arg(long, value_name = "FILE.jsonl|DIR")]
+    pub out: PathBuf,
+    /// An overlay written by earlier engine runs, read (not written).
+    #[arg(long, value_name = "DIR")]
+    pub overlay: Option<PathBuf>,
+    /// The time due times and transaction ages are measured against (default: the real clock).
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
+    pub now: Option<i64>,
+    /// Broker rules (default: guessed from the store).
+    #[arg(long, value_enum)]
+    pub broker: Option<BrokerArg>,
+    /// Dispatch every commitlog record again at open (see `pull --full-replay`).
+    #[arg(long)]
+    pub full_replay: bool,
+    /// How bodies are written in JSON Lines.
+    #[arg(long, value_enum, default_value_t)]
+    pub body: BodyMode,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+}
+
+/// One JSON line: the `dump` shape plus where the message came from and where it goes.
+#[derive(Debug, Serialize)]
+pub struct ExportJson {
+    #[serde(flatten)]
+    pub message: MessageJson,
+    pub export_source: ExportSource,
+    pub resend_topic: String,
+    pub resend_queue_id: i32,
+    pub origin_message_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub due: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transaction_state: Option<HalfState>,
+}
+
+fn is_json_lines(out: &Path) -> bool {
+    out.as_os_str() == "-"
+        || out
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "jsonl" | "json" | "ndjson"))
+}
+
+/// Write the JSON line of every item; returns how many were written.
+fn write_lines(
+    engine: &Engine,
+    items: &[ExportItem],
+    body: BodyMode,
+    out: &mut dyn Write,
+) -> anyhow::Result<usize> {
+    let mut n = 0;
+    for item in items {
+        let Some(raw) = engine.record_at(item.commitlog_offset) else {
+            continue;
+        };
+        let Ok(Record::Message(m)) =
+            parse_record(&raw, 0, item.commitlog_offset.max(0) as u64, false)
+        else {
+            continue;
+        };
+        let line = ExportJson {
+            message: MessageJson::new(&m, &engine.record_file(item.commitlog_offset), body),
+            export_source: item.source,
+            resend_topic: item.resend_topic.clone(),
+            resend_queue_id: item.resend_queue_id,
+            origin_message_id: item.origin_message_id.clone(),
+            due: item.due,
+            transaction_state: item.transaction_state,
+        };
+        json_line(out, &line)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// JSON Lines into `path` through a temp sibling renamed into place.
+fn write_file(
+    engine: &Engine,
+    items: &[ExportItem],
+    body: BodyMode,
+    path: &Path,
+) -> anyhow::Result<usize> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "export.jsonl".into());
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let write = || -> anyhow::Result<usize> {
+        let f =
+            std::fs::File::create(&tmp).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
+        let mut w = BufWriter::with_capacity(1 << 16, f);
+        let n = write_lines(engine, items, body, &mut w)?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        Ok(n)
+    };
+    match write() {
+        Ok(n) => {
+            std::fs::rename(&tmp, path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+fn counts(plan: &ExportPlan) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    for s in [
+        ExportSource::Topic,
+        ExportSource::Retry,
+        ExportSource::Delayed,
+        ExportSource::Dlq,
+        ExportSource::Transaction,
+    ] {
+        let n = plan.items.iter().filter(|i| i.source == s).count();
+        if n > 0 {
+            m.insert(s.as_str().to_string(), json!(n));
+        }
+    }
+    m
+}
+
+pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let engine = open_engine(
+        store,
+        EngineArgs {
+            overlay: a.overlay.as_deref(),
+            now: a.now,
+            role: BrokerRole::Master,
+            broker: a.broker,
+            full_replay: a.full_replay,
+            writable: false,
+        },
+    )?;
+    let plan = plan_export(
+        &engine,
+        &ExportOptions {
+            group: a.group.clone(),
+            topic: a.topic.clone(),
+            include: a.include,
+            dedupe: a.dedupe,
+        },
+    )?;
+    let (written, kind) = if a.out.as_os_str() == "-" {
+        let n = write_lines(&engine, &plan.items, a.body, out)?;
+        out.flush()?;
+        (n, "jsonl")
+    } else if is_json_lines(&a.out) {
+        (write_file(&engine, &plan.items, a.body, &a.out)?, "jsonl")
+    } else {
+        (write_store(&engine, &plan.items, &a.out)?.records, "store")
+    };
+    let summary = json!({
+        "group": plan.group,
+        "topics": plan.topics,
+        "out": a.out.display().to_string(),
+        "format": kind,
+        "messages": written,
+        "by_source": counts(&plan),
+        "duplicates_dropped": plan.duplicates,
+        "unreadable": plan.unreadable,
+    });
+    if plan.unreadable > 0 {
+        eprintln!(
+            "rmqstore: note: {} unit(s) point to records that cannot be read; they were left out",
+            plan.unreadable
+        );
+    }
+    if a.out.as_os_str() == "-" {
+        eprintln!(
+            "rmqstore: exported {written} message(s) of group {}",
+            plan.group
+        );
+    } else if a.json {
+        json_line(out, &json!({ "summary": summary }))?;
+    } else {
+        writeln!(
+            out,
+            "exported {written} message(s) of group {} ({}) to {} ({kind}){}",
+            plan.group,
+            counts(&plan)
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            a.out.display(),
+            if plan.duplicates > 0 {
+                format!(", {} duplicate(s) dropped", plan.duplicates)
+            } else {
+                String::new()
+            }
+        )?;
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,272 @@
+//! `rmqstore pull`: one pull request per queue, answered as the broker answers it
+//! (`DefaultMessageStore.getMessage`), from the store plus an optional overlay.
+//!
+//! The start offset is `--offset N`, or `--from first|last|TIME` (the queue's min offset, its
+//! max offset, or the broker's `getOffsetInQueueByTime`), or else the group's committed offset
+//! (a group without one starts where the broker tells a new push consumer to start,
+//! ENGINE.md 4.1/4.4). Output is the `dump` message shape (table or JSON Lines), each queue's
+//! messages followed by a summary line
+//! `{"summary":{"status","next_begin_offset","min_offset","max_offset",...}}`; without
+//! `--queue` every queue of the topic is pulled in turn. Tag filters are applied as the broker
+//! and then the client apply them (hash code, then tag string); SQL92 on the broker.
+//! `--commit` stores `next_begin_offset` as the group's offset in the overlay.
+//! Exit status 1 when no message was returned.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use serde_json::json;
+
+use super::dump::MessagePrinter;
+use super::output::{parse_time_arg, BodyMode};
+use super::query::BrokerArg;
+use super::{ExitStatus, GeometryArgs};
+use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
+use crate::engine::clock::{Clock, FakeClock, SystemClock};
+use crate::engine::filter::TagFilter;
+use crate::engine::pull::{BrokerRole, MessageFilter, PullRequest, DEFAULT_PULL_BATCH};
+use crate::engine::query::BrokerVersion;
+use crate::engine::sql::{SqlDialect, SqlFilter};
+use crate::engine::Store;
+
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// The store root (read-only).
+    pub store: PathBuf,
+    /// Consumer group whose offsets are read (and written with --commit).
+    #[arg(long, value_name = "G")]
+    pub group: String,
+    /// Topic to pull (a group's retries are in `%RETRY%<group>`).
+    #[arg(long, value_name = "T")]
+    pub topic: String,
+    /// Queue id (default: every queue of the topic, in turn).
+    #[arg(long, value_name = "Q")]
+    pub queue: Option<i32>,
+    /// Queue offset to pull from.
+    #[arg(long, value_name = "N", conflicts_with = "from")]
+    pub offset: Option<i64>,
+    /// Start at the queue's first offset, its last offset, or the first message stored at TIME
+    /// (epoch ms or ISO 8601).
+    #[arg(long, value_name = "first|last|TIME")]
+    pub from: Option<String>,
+    /// maxMsgNums of the request (the broker returns at most 32 from memory, 8 from disk).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PULL_BATCH)]
+    pub max: i32,
+    /// Tag expression: `TagA || TagB`, or `*`.
+    #[arg(long, value_name = "EXPR", conflicts_with = "sql")]
+    pub tag: Option<String>,
+    /// SQL92 expression on message properties (`a > 5 AND TAGS IN ('x')`).
+    #[arg(long, value_name = "EXPR")]
+    pub sql: Option<String>,
+    /// Store next_begin_offset as the group's committed offset (needs --overlay).
+    #[arg(long)]
+    pub commit: bool,
+    /// Overlay store directory: where the engine's writes go; an earlier run's overlay is read
+    /// and continued. Without it, nothing is written.
+    #[arg(long, value_name = "DIR")]
+    pub overlay: Option<PathBuf>,
+    /// First deliver the delayed messages due at --now into the overlay, as a master's
+    /// schedule service would.
+    #[arg(long)]
+    pub deliver_due: bool,
+    /// The engine's clock (default: the real clock).
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
+    pub now: Option<i64>,
+    /// Broker role: a slave keeps the request offset where a master corrects it.
+    #[arg(long, value_enum, default_value_t)]
+    pub role: BrokerRole,
+    /// Broker rules (default: guessed from the store).
+    #[arg(long, value_enum)]
+    pub broker: Option<BrokerArg>,
+    /// Dispatch every commitlog record again at open, to rebuild consume queues that are
+    /// missing or cut short (by default only when offsets show stale queues).
+    #[arg(long)]
+    pub full_replay: bool,
+    #[arg(long, value_enum, default_value_t)]
+    pub body: BodyMode,
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+}
+
+/// Build the engine the pull-side commands share: options guessed from the store, then the
+/// role, broker rules and clock asked for.
+pub(crate) struct EngineArgs<'a> {
+    pub overlay: Option<&'a std::path::Path>,
+    pub now: Option<i64>,
+    pub role: BrokerRole,
+    pub broker: Option<BrokerArg>,
+    pub full_replay: bool,
+    pub writable: bool,
+}
+
+pub(crate) fn open_engine(store: Store, a: EngineArgs<'_>) -> anyhow::Result<Engine> {
+    let EngineArgs {
+        overlay,
+        now,
+        role,
+        broker,
+        full_replay,
+        writable,
+    } = a;
+    let mut opts = EngineOptions::for_store(&store);
+    opts.role = role;
+    if full_replay {
+        opts.replay = ReplayMode::Full;
+    }
+    if let Some(b) = broker {
+        opts.version = match b {
+            BrokerArg::V4_9 => BrokerVersion::V4_9,
+            BrokerArg::V5 => BrokerVersion::V5,
+        };
+    }
+    let clock: Arc<dyn Clock> = match now {
+        Some(t) => Arc::new(FakeClock::new(t)),
+        None => Arc::new(SystemClock),
+    };
+    let engine = if writable {
+        Engine::open(store, overlay, clock, opts)?
+    } else {
+        Engine::open_read_only(store, overlay, clock, opts)?
+    };
+    Ok(engine)
+}
+
+fn filter_of(a: &PullArgs, version: BrokerVersion) -> anyhow::Result<Option<MessageFilter>> {
+    if let Some(t) = &a.tag {
+        let f = TagFilter::parse(t).map_err(|e| anyhow::anyhow!("--tag: {e}"))?;
+        return Ok(Some(MessageFilter::Tag(f)));
+    }
+    if let Some(s) = &a.sql {
+        if s.trim().is_empty() {
+            anyhow::bail!(
+                "--sql: an empty expression (the broker answers SUBSCRIPTION_PARSE_FAILED)"
+            );
+        }
+        let dialect = match version {
+            BrokerVersion::V4_9 => SqlDialect::V4_9,
+            BrokerVersion::V5 => SqlDialect::V5,
+        };
+        let f = SqlFilter::parse_with(s, dialect).map_err(|e| {
+            anyhow::anyhow!("--sql: {e} (a broker would build no filter and match every message)")
+        })?;
+        return Ok(Some(MessageFilter::Sql(f)));
+    }
+    Ok(None)
+}
+
+pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if a.commit && a.overlay.is_none() {
+        anyhow::bail!("--commit needs --overlay DIR: the store itself is never written");
+    }
+    if a.deliver_due && a.role == BrokerRole::Slave {
+        anyhow::bail!("--deliver-due: only a master runs the schedule service");
+    }
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let mut engine = open_engine(
+        store,
+        EngineArgs {
+            overlay: a.overlay.as_deref(),
+            now: a.now,
+            role: a.role,
+            broker: a.broker,
+            full_replay: a.full_replay,
+            writable: true,
+        },
+    )?;
+    let filter = filter_of(a, engine.options().version)?;
+    if a.deliver_due {
+        let n = engine.deliver_due()?.len();
+        eprintln!("rmqstore: note: {n} delayed message(s) were due and delivered");
+    }
+    let queues = match a.queue {
+        Some(q) => vec![q],
+        None => {
+            let ids = engine.queue_ids(&a.topic);
+            if ids.is_empty() {
+                vec![0]
+            } else {
+                ids
+            }
+        }
+    };
+    let mut out = BufWriter::with_capacity(1 << 16, out);
+    let total = pull_queues(a, &mut engine, &queues, filter.as_ref(), &mut out)?;
+    out.flush()?;
+    drop(out);
+    engine.close()?;
+    Ok(if total > 0 {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Findings
+    })
+}
+
+/// Pull each queue once and print what the consumer receives; returns the messages printed.
+fn pull_queues(
+    a: &PullArgs,
+    engine: &mut Engine,
+    queues: &[i32],
+    filter: Option<&MessageFilter>,
+    out: &mut dyn Write,
+) -> anyhow::Result<u64> {
+    let mut printer = MessagePrinter::new(out, a.json, a.body);
+    let mut total = 0u64;
+    for &q in queues {
+        let (min, max) = engine.queue_bounds(&a.topic, q);
+        let offset = match (&a.offset, a.from.as_deref()) {
+            (Some(o), _) => *o,
+            (None, Some("first")) => min,
+            (None, Some("last")) => max,
+            (None, Some(t)) => {
+                let ts = parse_time_arg(t).map_err(|e| anyhow::anyhow!("--from: {e}"))?;
+                engine.offset_by_time(&a.topic, q, ts)
+            }
+            (None, None) => engine
+                .pull_from_where(&a.group, &a.topic, q, Default::default())
+                .unwrap_or(max),
+        };
+        let req = PullRequest {
+            topic: &a.topic,
+            queue_id: q,
+            offset,
+            max_msgs: a.max,
+            filter,
+        };
+        let r = engine.process_pull(&a.group, &req, None)?;
+        let mut dropped = 0u64;
+        let mut shown = 0u64;
+        for pm in &r.messages {
+            let Some(m) = pm.message() else {
+                continue;
+            };
+            if filter.is_some_and(|f| !f.client_keeps(&m)) {
+                dropped += 1;
+                continue;
+            }
+            printer.print(&m, &engine.record_file(pm.commitlog_offset))?;
+            shown += 1;
+        }
+        total += shown;
+        if a.commit {
+            engine.commit_offset(&a.group, &a.topic, q, r.next_begin_offset);
+        }
+        printer.summary(json!({
+            "status": r.status.as_str(),
+            "next_begin_offset": r.next_begin_offset,
+            "min_offset": r.min_offset,
+            "max_offset": r.max_offset,
+            "pull_status": r.pull_status(offset, a.role).as_str(),
+            "topic": a.topic,
+            "queue_id": q,
+            "offset": offset,
+            "messages": shown,
+            "client_filtered": dropped,
+            "committed": a.commit,
+        }))?;
+    }
+    Ok(total)
+}

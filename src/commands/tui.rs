@@ -1,0 +1,23 @@
+//! `rmqstore tui`: browse a store in the terminal (read-only).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{ExitStatus, GeometryArgs};
+use crate::engine::Store;
+
+#[derive(Debug, Args)]
+pub struct TuiArgs {
+    /// The store root.
+    pub store: PathBuf,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+}
+
+pub fn run(a: &TuiArgs, _out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    crate::tui::run(crate::tui::App::new(store))?;
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,358 @@
+//! `rmqstore verify`: check every invariant of a healthy store, or (`--explain-recovery`) say what
+//! the broker would do to it on its next start. Read-only; works on a live store too.
+//!
+//! `--json` prints JSON Lines: one object per finding
+//! `{"severity","code","file","offset","message","broker_action"?}`, then
+//! `{"summary":{"errors","warnings","infos","messages","bytes",...}}` last. With
+//! `--explain-recovery` it prints one line `{"recovery":{...}}` (the engine's `RecoveryPlan`).
+//!
+//! Exit status: 0 healthy (warnings allowed unless `--strict`), 1 problems found (or, with
+//! `--explain-recovery`, recovery would lose data or refuse to start), 2 could not run.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use super::{output, ExitStatus, GeometryArgs};
+use crate::engine::recovery::{self, RecoveryPlan};
+use crate::engine::verify::{verify, Part, Phase, Report, VerifyOptions, DEFAULT_MAX_PER_CODE};
+use crate::engine::Store;
+use crate::format::finding::{Finding, Severity};
+
+/// A part of the store `--only` restricts the checks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnlyPart {
+    /// Commitlog files and records, checkpoint, abort marker.
+    Commitlog,
+    /// Consume queues against the commitlog.
+    Consumequeue,
+    /// Index files against the commitlog.
+    Index,
+    /// Config JSON files and the offsets in them.
+    Config,
+}
+
+impl From<OnlyPart> for Part {
+    fn from(p: OnlyPart) -> Self {
+        match p {
+            OnlyPart::Commitlog => Part::Commitlog,
+            OnlyPart::Consumequeue => Part::ConsumeQueue,
+            OnlyPart::Index => Part::Index,
+            OnlyPart::Config => Part::Config,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The store root (the broker's storePathRootDir).
+    pub store: PathBuf,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+    /// JSON Lines: one object per finding, then {"summary":{...}}.
+    #[arg(long)]
+    pub json: bool,
+    /// Do not check body CRCs (faster; the broker checks them during recovery).
+    #[arg(long)]
+    pub no_crc: bool,
+    /// Check only these parts (comma-separated or repeated).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PART")]
+    pub only: Vec<OnlyPart>,
+    /// Check records, queues and offsets of this topic only (file structure is always checked).
+    #[arg(long, value_name = "TOPIC")]
+    pub topic: Option<String>,
+    /// Also check what the broker does not (__CRC32# property, PHYSICALOFFSET, queue offset
+    /// continuity, stale records, odd fields), and count warnings as failures.
+    #[arg(long)]
+    pub strict: bool,
+    /// Check the index and consume queue contents of one record or unit in N.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: u64,
+    /// Say what the broker would do on its next start (recovery mode, scan start, cut, deleted
+    /// files, dropped units and index files, and what each step loses), and nothing else.
+    #[arg(long)]
+    pub explain_recovery: bool,
+    /// Findings listed per code (all are counted in the summary).
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_PER_CODE)]
+    pub max_findings: usize,
+}
+
+#[derive(Serialize)]
+struct SummaryLine<'a> {
+    summary: &'a crate::engine::verify::Summary,
+}
+
+#[derive(Serialize)]
+struct RecoveryLine<'a> {
+    recovery: &'a RecoveryPlan,
+}
+
+pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    if a.explain_recovery {
+        let plan = recovery::plan(&store, !a.no_crc)?;
+        if a.json {
+            output::json_line(out, &RecoveryLine { recovery: &plan })?;
+        } else {
+            print_plan(&plan, out)?;
+        }
+        return Ok(if plan.loses_nothing() {
+            ExitStatus::Success
+        } else {
+            ExitStatus::Findings
+        });
+    }
+    let opts = VerifyOptions {
+        check_crc: !a.no_crc,
+        strict: a.strict,
+        parts: a.only.iter().map(|&p| p.into()).collect(),
+        topic: a.topic.clone(),
+        sample: a.sample,
+        max_per_code: a.max_findings.max(1),
+    };
+    let total: u64 = store.commitlog.segments.iter().map(|s| s.len).sum();
+    let pb = output::progress(total, "verifying commitlog");
+    let progress = |phase: Phase, done: u64, n: u64| match phase {
+        Phase::Commitlog => pb.set_position(done),
+        Phase::ConsumeQueues => pb.set_message(format!("consume queues {done}/{n}")),
+        Phase::Index => {}
+        Phase::Config => pb.set_message("config files"),
+    };
+    let report = verify(&store, &opts, Some(&progress))?;
+    pb.finish_and_clear();
+    if a.json {
+        for f in &report.findings {
+            output::json_line(out, f)?;
+        }
+        output::json_line(
+            out,
+            &SummaryLine {
+                summary: &report.summary,
+            },
+        )?;
+    } else {
+        print_human(&report, out)?;
+    }
+    Ok(if report.summary.healthy {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Findings
+    })
+}
+
+fn print_plan(plan: &RecoveryPlan, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "On its next start the broker would ({} rules{}):",
+        plan.version.version,
+        if plan.version.from_evidence {
+            ""
+        } else {
+            ", assumed"
+        }
+    )?;
+    for (i, s) in plan.steps().iter().enumerate() {
+        writeln!(out, "  {:>2}. {s}", i + 1)?;
+    }
+    writeln!(out, "Assumed: {}", plan.version.assumption)?;
+    for e in &plan.version.evidence {
+        writeln!(out, "  evidence: {e}")?;
+    }
+    writeln!(
+        out,
+        "Result: {}",
+        if plan.loses_nothing() {
+            "nothing is lost".to_string()
+        } else {
+            format!(
+                "{} messages dropped from the commitlog, {} consume queue units dropped, {} messages lose their index entries{}",
+                plan.messages_dropped(),
+                plan.queue_truncations.iter().map(|q| q.units).sum::<u64>(),
+                plan.index_records_lost,
+                if plan.refuses_to_start.is_empty() {
+                    ""
+                } else {
+                    "; the broker refuses to start"
+                }
+            )
+        }
+    )?;
+    writeln!(out, "Nothing was changed.")
+}
+
+fn sev_label(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "ERROR",
+        Severity::Warning => "WARNING",
+        Severity::Info => "info",
+    }
+}
+
+fn print_finding(f: &Finding, out: &mut dyn Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:<7} {:<30} {} @ {}",
+        sev_label(f.severity),
+        f.code,
+        f.file.display(),
+        f.offset
+    )?;
+    writeln!(out, "        {}", f.message)?;
+    if let Some(a) = &f.broker_action {
+        writeln!(out, "        broker: {a}")?;
+    }
+    Ok(())
+}
+
+/// `1234567` as `1,234,567`.
+fn grouped(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn print_human(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+    for f in &r.findings {
+        print_finding(f, out)?;
+    }
+    let s = &r.summary;
+    if let Some(plan) = &r.recovery {
+        if !s.clean_shutdown || !plan.loses_nothing() {
+            writeln!(out)?;
+            writeln!(out, "Recovery on the next start:")?;
+            for (i, step) in plan.steps().iter().enumerate() {
+                writeln!(out, "  {:>2}. {step}", i + 1)?;
+            }
+        }
+    }
+    let mut per_code: BTreeMap<(std::cmp::Reverse<Severity>, &str), u64> = BTreeMap::new();
+    for f in &r.findings {
+        *per_code
+            .entry((std::cmp::Reverse(f.severity), f.code))
+            .or_default() += 1;
+    }
+    writeln!(out)?;
+    if !per_code.is_empty() {
+        writeln!(out, "{:<8} {:<32} {:>8}", "SEVERITY", "CODE", "COUNT")?;
+        for ((sev, code), n) in &per_code {
+            writeln!(
+                out,
+                "{:<8} {:<32} {:>8}",
+                sev_label(sev.0),
+                code,
+                grouped(*n)
+            )?;
+        }
+        if s.findings_not_listed > 0 {
+            writeln!(
+                out,
+                "{:<8} {:<32} {:>8}",
+                "",
+                "(over the per-code cap)",
+                grouped(s.findings_not_listed)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    let mode = format!(
+        "{}CRC {}, {} mode{}",
+        if s.sample > 1 {
+            format!("1 in {} sampled, ", s.sample)
+        } else {
+            String::new()
+        },
+        if s.crc_checked { "on" } else { "off" },
+        if s.strict { "strict" } else { "broker" },
+        s.topic
+            .as_ref()
+            .map(|t| format!(", topic {t}"))
+            .unwrap_or_default()
+    );
+    let recovery = match (s.recovery_mode, s.recovery_cut) {
+        (Some(m), Some(c)) => format!(
+            "{} on next start, data ends at {}, {} messages dropped",
+            match m {
+                recovery::RecoveryMode::Normal => "normal",
+                recovery::RecoveryMode::Abnormal => "abnormal",
+            },
+            grouped(c),
+            grouped(s.recovery_drops_messages)
+        ),
+        _ => "no commitlog".to_string(),
+    };
+    let rows: Vec<(&str, String)> = vec![
+        (
+            "result",
+            if s.healthy {
+                "healthy".to_string()
+            } else {
+                "PROBLEMS FOUND".to_string()
+            },
+        ),
+        ("checked", format!("{} ({mode})", s.parts.join(", "))),
+        (
+            "store",
+            format!(
+                "{} rules, {} shutdown",
+                s.store_version,
+                if s.clean_shutdown { "clean" } else { "UNCLEAN" }
+            ),
+        ),
+        (
+            "messages",
+            format!(
+                "{} ({} bytes) in {} commitlog files",
+                grouped(s.messages),
+                grouped(s.bytes),
+                s.commitlog_files
+            ),
+        ),
+        (
+            "consume queues",
+            format!("{} queues, {} units", s.consume_queues, grouped(s.cq_units)),
+        ),
+        (
+            "index",
+            format!(
+                "{} files, {} entries checked",
+                s.index_files,
+                grouped(s.index_entries_checked)
+            ),
+        ),
+        (
+            "duplicates",
+            format!("{} repeated UNIQ_KEYs", grouped(s.duplicate_uniq_keys)),
+        ),
+        ("recovery", recovery),
+        ("errors", grouped(s.errors)),
+        ("warnings", grouped(s.warnings)),
+        ("info", grouped(s.infos)),
+    ];
+    writeln!(out, "SUMMARY")?;
+    for (k, v) in rows {
+        writeln!(out, "  {k:<15} {v}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouping() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(1234567), "1,234,567");
+    }
+}

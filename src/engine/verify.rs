@@ -1,0 +1,3296 @@
+//! `verify`: the invariants of a healthy store, checked across files (FORMAT.md section 12), as
+//! [`Finding`]s with what the broker would do about each on its next start.
+//!
+//! One parallel pass reads the commitlog (files in order over rayon workers; a record never spans
+//! two files; index file structure checks share the same workers). It walks each file as
+//! recovery does ([`recovery::walk_file`]), checks CRCs, and per record: compares the consume
+//! queue unit at its queue offset with it (units of one queue are read in order through a cached
+//! map), merge-joins the index entries against the records in offset order (index entries are
+//! appended in commitlog order, so both streams are sorted), and feeds UNIQ_KEYs to a bounded
+//! duplicate window. Then each consume queue is read front to back for its structure, and only
+//! the units no record matched are checked against the bytes they point at. The checkpoint and
+//! the config files come last. The recovery plan is built from the same walks and says, per
+//! commitlog finding, what recovery would do.
+//!
+//! The broker's mode checks what the broker checks (body CRC as recovery does: masked to 31
+//! bits, skipped for an empty body). `strict` adds what it misses: the `__CRC32#` property,
+//! PHYSICALOFFSET against the position, queue offset continuity, stale records after the end of
+//! the data, a non-zero BODYCRC on an empty body and odd fields.
+//!
+//! Memory does not grow with the store: per-queue state is one small run per queue, findings are
+//! capped per code (the summary counts them all), per-file results are merged in file order as
+//! they come in, and the duplicate-key window holds at most [`DUP_WINDOW`] keys per generation.
+//!
+//! Nothing here prints; `commands::verify` presents the [`Report`].
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use super::dispatch::{is_system_topic, record_tags_code, SCHEDULE_TOPIC};
+use super::recovery::{
+    self, FileWalk, Prepared, RecordPlace, RecoveryMode, RecoveryPlan, StopReason, WalkProblem,
+};
+use super::store::{paths, Store};
+use crate::format::checkpoint::Checkpoint;
+use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::{prop, sysflag, MessageRef, MessageVersion, TransactionType};
+use crate::format::config::{
+    load_file, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups,
+    TopicConfigs,
+};
+use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
+use crate::format::error::Result;
+use crate::format::finding::{Finding, Severity};
+use crate::format::geometry::Source;
+use crate::format::indexfile::{
+    check_file, check_sequence, IndexEntry, IndexFile, IndexGeometry, IndexHeader,
+};
+use crate::format::java::masked_crc32;
+use crate::format::mapped::Mapped;
+
+/// Keys per generation of the duplicate UNIQ_KEY window (two generations are kept).
+pub const DUP_WINDOW: usize = 458_752;
+/// Default cap of findings listed per code.
+pub const DEFAULT_MAX_PER_CODE: usize = 1000;
+
+/// The parts of a store `verify` can check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Part {
+    /// Commitlog files and records, the checkpoint and the abort marker.
+    Commitlog,
+    ConsumeQueue,
+    Index,
+    Config,
+}
+
+impl Part {
+    pub const ALL: [Part; 4] = [
+        Part::Commitlog,
+        Part::ConsumeQueue,
+        Part::Index,
+        Part::Config,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Commitlog => "commitlog",
+            Part::ConsumeQueue => "consumequeue",
+            Part::Index => "index",
+            Part::Config => "config",
+        }
+    }
+}
+
+/// What to check and how.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// Check body CRCs (what the broker's recovery does by default).
+    pub check_crc: bool,
+    /// Add what the broker does not check: the `__CRC32#` property, PHYSICALOFFSET against the
+    /// position, queue offset continuity, stale records, odd fields.
+    pub strict: bool,
+    /// Parts to check; empty means all.
+    pub parts: Vec<Part>,
+    /// Restrict record, queue and config checks to one topic (file structure is always checked).
+    pub topic: Option<String>,
+    /// Check the index and consume queue contents of one record or unit in `sample` (1 = all).
+    pub sample: u64,
+    /// Findings listed per code; the summary counts all of them.
+    pub max_per_code: usize,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            check_crc: true,
+            strict: false,
+            parts: Vec::new(),
+            topic: None,
+            sample: 1,
+            max_per_code: DEFAULT_MAX_PER_CODE,
+        }
+    }
+}
+
+impl VerifyOptions {
+    pub fn wants(&self, p: Part) -> bool {
+        self.parts.is_empty() || self.parts.contains(&p)
+    }
+
+    fn in_topic(&self, topic: &str) -> bool {
+        self.topic.as_deref().is_none_or(|t| t == topic)
+    }
+
+    /// Dangling entries cannot be attributed to a topic: report them only without `--topic`.
+    fn in_topic_any(&self) -> bool {
+        self.topic.is_none()
+    }
+}
+
+/// The phase a progress report is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Reading the commitlog: `done` and `total` are bytes.
+    Commitlog,
+    /// Checking consume queues: `done` and `total` are queues.
+    ConsumeQueues,
+    /// Checking index files: `done` and `total` are files.
+    Index,
+    /// Config files and the checkpoint.
+    Config,
+}
+
+/// Progress callback: phase, done, total. Called from worker threads.
+pub type Progress<'a> = &'a (dyn Fn(Phase, u64, u64) + Sync);
+
+/// Counts for the end of a run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub errors: u64,
+    pub warnings: u64,
+    pub infos: u64,
+    /// Records read in the commitlog, and their bytes.
+    pub messages: u64,
+    pub bytes: u64,
+    pub commitlog_files: u64,
+    pub consume_queues: u64,
+    pub cq_units: u64,
+    pub index_files: u64,
+    pub index_entries_checked: u64,
+    /// Records whose UNIQ_KEY was already stored at an earlier offset.
+    pub duplicate_uniq_keys: u64,
+    /// Findings counted but not listed (over the per-code cap).
+    pub findings_not_listed: u64,
+    /// No errors (and, with `strict`, no warnings).
+    pub healthy: bool,
+    pub strict: bool,
+    pub crc_checked: bool,
+    pub parts: Vec<&'static str>,
+    pub topic: Option<String>,
+    pub sample: u64,
+    /// The release whose rules were applied ("4.9" or "5.x") and whether the files said so.
+    pub store_version: String,
+    pub clean_shutdown: bool,
+    pub recovery_mode: Option<RecoveryMode>,
+    /// The commitlog max offset after recovery, and what recovery drops.
+    pub recovery_cut: Option<u64>,
+    pub recovery_drops_messages: u64,
+    /// What the duplicate-key check guarantees.
+    pub duplicate_window: String,
+}
+
+/// What `verify` found: every finding listed (up to the per-code cap), the counts, the recovery
+/// plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub findings: Vec<Finding>,
+    pub summary: Summary,
+    pub recovery: Option<RecoveryPlan>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Collecting findings with a cap per code.
+
+#[derive(Debug, Default)]
+struct Sink {
+    list: Vec<Finding>,
+    per_code: HashMap<&'static str, usize>,
+    dropped: [u64; 3],
+    cap: usize,
+}
+
+fn sev_index(s: Severity) -> usize {
+    match s {
+        Severity::Info => 0,
+        Severity::Warning => 1,
+        Severity::Error => 2,
+    }
+}
+
+impl Sink {
+    fn new(cap: usize) -> Self {
+        Sink {
+            cap,
+            ..Default::default()
+        }
+    }
+
+    fn push(&mut self, f: Finding) {
+        let n = self.per_code.entry(f.code).or_insert(0);
+        if *n < self.cap {
+            *n += 1;
+            self.list.push(f);
+        } else {
+            self.dropped[sev_index(f.severity)] += 1;
+        }
+    }
+
+    fn absorb(&mut self, other: Sink) {
+        for f in other.list {
+            self.push(f);
+        }
+        for i in 0..3 {
+            self.dropped[i] += other.dropped[i];
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties read once per record.
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Props<'a> {
+    tags: Option<&'a [u8]>,
+    delay: Option<&'a [u8]>,
+    keys: Option<&'a [u8]>,
+    uniq: Option<&'a [u8]>,
+    uniq_count: u8,
+    real_topic: bool,
+    retry_topic: bool,
+    tx_check: bool,
+    inner_num: Option<&'a [u8]>,
+    crc32: bool,
+}
+
+/// Position of the next byte 0x01 or 0x02 at or after `from` (or `b.len()`), eight bytes at a
+/// time: property text rarely contains either.
+fn next_separator(b: &[u8], from: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
+    let mut i = from;
+    while let Some(w) = b.get(i..i + 8) {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let x = u64::from_le_bytes(a);
+        if has_zero(x ^ ONES) || has_zero(x ^ (ONES * 2)) {
+            break;
+        }
+        i += 8;
+    }
+    b.get(i..)
+        .and_then(|rest| rest.iter().position(|&c| c == 1 || c == 2))
+        .map_or(b.len(), |p| i + p)
+}
+
+/// The name/value pairs of a properties block, as `Properties::iter_raw` yields them
+/// (`MessageDecoder.string2messageProperties`): split at 0x02; a segment counts only when its
+/// first 0x01 leaves a non-empty name and value.
+fn for_each_property<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) {
+    let mut i = 0;
+    while i < b.len() {
+        let mut eq = None;
+        let mut k = i;
+        let end = loop {
+            let j = next_separator(b, k);
+            if b.get(j).is_none_or(|&c| c == 2) {
+                break j;
+            }
+            if eq.is_none() {
+                eq = Some(j);
+            }
+            k = j + 1;
+        };
+        if let Some(e) = eq {
+            if e > i && e + 1 < end {
+                if let (Some(name), Some(value)) = (b.get(i..e), b.get(e + 1..end)) {
+                    f(name, value);
+                }
+            }
+        }
+        i = end + 1;
+    }
+}
+
+impl<'a> Props<'a> {
+    fn of(m: &MessageRef<'a>) -> Self {
+        let mut p = Props::default();
+        for_each_property(m.properties.0, |k, v| match k {
+            b"TAGS" => p.tags = Some(v),
+            b"DELAY" => p.delay = Some(v),
+            b"KEYS" => p.keys = Some(v),
+            b"UNIQ_KEY" => {
+                p.uniq = Some(v);
+                p.uniq_count = p.uniq_count.saturating_add(1);
+            }
+            b"REAL_TOPIC" => p.real_topic = true,
+            b"RETRY_TOPIC" => p.retry_topic = true,
+            b"TRANSACTION_CHECK_TIMES" => p.tx_check = true,
+            b"INNER_NUM" => p.inner_num = Some(v),
+            b"__CRC32#" => p.crc32 = true,
+            _ => {}
+        });
+        p
+    }
+}
+
+/// Java `String.hashCode` continued over more text.
+fn java_hash_extend(h: i32, s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(h, |h, u| h.wrapping_mul(31).wrapping_add(u as i32))
+}
+
+/// [`java_hash_extend`] over UTF-8 bytes decoded as Java does; ASCII needs no decoding (one
+/// UTF-16 unit per byte).
+fn java_hash_bytes(h: i32, b: &[u8]) -> i32 {
+    if b.is_ascii() {
+        // h*31^4 + c0*31^3 + c1*31^2 + c2*31 + c3, four bytes per step (wrapping, as Java).
+        const P1: i32 = 31;
+        const P2: i32 = 31 * 31;
+        const P3: i32 = 31 * 31 * 31;
+        const P4: i32 = 31 * 31 * 31 * 31;
+        let mut chunks = b.chunks_exact(4);
+        let mut h = h;
+        for c in chunks.by_ref() {
+            if let [a, b2, c2, d] = *c {
+                h = h
+                    .wrapping_mul(P4)
+                    .wrapping_add((a as i32).wrapping_mul(P3))
+                    .wrapping_add((b2 as i32).wrapping_mul(P2))
+                    .wrapping_add((c2 as i32).wrapping_mul(P1))
+                    .wrapping_add(d as i32);
+            }
+        }
+        chunks
+            .remainder()
+            .iter()
+            .fold(h, |h, &c| h.wrapping_mul(31).wrapping_add(c as i32))
+    } else {
+        java_hash_extend(h, &String::from_utf8_lossy(b))
+    }
+}
+
+/// The tags code of a record (FORMAT.md 3.3), as [`record_tags_code`] states it, from the
+/// properties already read: `None` when a SCHEDULE_TOPIC_XXXX DELAY is not a number.
+fn fast_tags_code(
+    m: &MessageRef<'_>,
+    p: &Props<'_>,
+    g: &crate::format::geometry::Geometry,
+) -> Option<i64> {
+    let mut code = match p.tags {
+        Some(t) if !t.is_empty() => java_hash_bytes(0, t) as i64,
+        _ => 0,
+    };
+    if let (Some(d), true) = (p.delay, m.topic == SCHEDULE_TOPIC) {
+        let level = crate::format::java::parse_int(&String::from_utf8_lossy(d))?;
+        let level = level.min(g.max_delay_level());
+        if level > 0 {
+            code = super::dispatch::deliver_timestamp(g, level, m.store_timestamp);
+        }
+    }
+    Some(code)
+}
+
+/// A fast non-cryptographic hasher for short keys (topic names, queue ids, key hashes).
+#[derive(Default, Clone, Copy)]
+struct FastHasher(u64);
+
+const FAST_K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        x ^= x >> 33;
+        x
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in chunks.by_ref() {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(a)).wrapping_mul(FAST_K);
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut a = [0u8; 8];
+            if let Some(d) = a.get_mut(..rest.len()) {
+                d.copy_from_slice(rest);
+            }
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(a) ^ ((rest.len() as u64) << 59))
+                .wrapping_mul(FAST_K);
+        }
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(FAST_K);
+    }
+    fn write_i32(&mut self, n: i32) {
+        self.0 = (self.0.rotate_left(5) ^ n as u32 as u64).wrapping_mul(FAST_K);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(FAST_K);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// The index hash of `topic#key` (`IndexFile.indexKeyHashMethod`) from the hash of `topic#`.
+fn index_hash(prefix: i32, key: &[u8]) -> i32 {
+    let h = java_hash_bytes(prefix, key).wrapping_abs();
+    if h < 0 {
+        0
+    } else {
+        h
+    }
+}
+
+/// The index key hashes of a record in the broker's order (UNIQ_KEY, then each KEYS element);
+/// empty for ROLLBACK records.
+fn expected_index_keys(m: &MessageRef<'_>, p: &Props<'_>, out: &mut Vec<i32>) {
+    out.clear();
+    if m.transaction_type() == TransactionType::Rollback {
+        return;
+    }
+    let prefix = java_hash_bytes(0, m.topic.as_bytes())
+        .wrapping_mul(31)
+        .wrapping_add('#' as i32);
+    if let Some(u) = p.uniq {
+        out.push(index_hash(prefix, u));
+    }
+    if let Some(k) = p.keys {
+        for key in k.split(|&b| b == b' ').filter(|s| !s.is_empty()) {
+            out.push(index_hash(prefix, key));
+        }
+    }
+}
+
+/// The index keys of a record as text, in the order of [`expected_index_keys`].
+fn index_key_texts(p: &Props<'_>) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(u) = p.uniq {
+        v.push(String::from_utf8_lossy(u).into_owned());
+    }
+    if let Some(k) = p.keys {
+        for key in k.split(|&b| b == b' ').filter(|s| !s.is_empty()) {
+            v.push(String::from_utf8_lossy(key).into_owned());
+        }
+    }
+    v
+}
+
+/// True for records that a broker re-put (delayed delivery, retries, transactions, 5.x batch
+/// properties): their UNIQ_KEY repeats by design.
+fn is_reput(m: &MessageRef<'_>, p: &Props<'_>) -> bool {
+    is_system_topic(&m.topic)
+        || p.real_topic
+        || p.retry_topic
+        || p.tx_check
+        || p.uniq_count > 1
+        || m.transaction_type() != TransactionType::Not
+}
+
+// ---------------------------------------------------------------------------------------------
+// Duplicate UNIQ_KEY window.
+
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type IdMap = HashMap<u64, u64, BuildHasherDefault<IdHasher>>;
+
+/// Two generations of `hash(UNIQ_KEY) -> first offset`. When the current one holds
+/// [`DUP_WINDOW`] keys it becomes the previous one and the oldest keys are forgotten. So every
+/// duplicate whose copies are fewer than [`DUP_WINDOW`] keyed records apart is found; farther
+/// apart ones are found only while the first copy is still remembered. 64-bit hashes are
+/// confirmed by comparing the keys before a finding is made.
+struct DupWindow {
+    cur: IdMap,
+    prev: IdMap,
+    pairs: Vec<(u64, u64)>,
+    found: u64,
+    forgotten: u64,
+}
+
+impl DupWindow {
+    fn new() -> Self {
+        DupWindow {
+            cur: IdMap::default(),
+            prev: IdMap::default(),
+            pairs: Vec::new(),
+            found: 0,
+            forgotten: 0,
+        }
+    }
+
+    fn add(&mut self, hash: u64, pos: u64, cap: usize) {
+        let hit = match self.cur.get_mut(&hash) {
+            Some(first) => Some(first),
+            None => self.prev.get_mut(&hash),
+        };
+        if let Some(first) = hit {
+            let (a, b) = if pos < *first {
+                let old = *first;
+                *first = pos;
+                (pos, old)
+            } else {
+                (*first, pos)
+            };
+            self.found += 1;
+            if self.pairs.len() < cap {
+                self.pairs.push((a, b));
+            }
+            return;
+        }
+        if self.cur.len() >= DUP_WINDOW {
+            self.forgotten += self.prev.len() as u64;
+            self.prev = std::mem::take(&mut self.cur);
+            self.cur.reserve(DUP_WINDOW);
+        }
+        self.cur.insert(hash, pos);
+    }
+}
+
+fn key_hash64(key: &[u8]) -> u64 {
+    let mut h = FastHasher(0x243F_6A88_85A3_08D3);
+    h.write(key);
+    h.finish()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Index entries as one stream in commitlog order.
+
+struct IdxFile {
+    path: PathBuf,
+    file: IndexFile<Mapped>,
+    /// Entries `1..used` are in use.
+    used: u32,
+}
+
+struct IndexStream {
+    files: Vec<IdxFile>,
+    geometry: IndexGeometry,
+    /// Offset ranges of index files that could not be opened: records there are not checked.
+    unreadable: Vec<(i64, i64)>,
+    /// Largest offset any entry points at (records after it are not indexed yet).
+    coverage_end: Option<i64>,
+    first_offset: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    f: usize,
+    n: u32,
+}
+
+impl IndexStream {
+    fn entry(&self, c: Cursor) -> Option<IndexEntry> {
+        let f = self.files.get(c.f)?;
+        if c.n >= f.used {
+            return None;
+        }
+        f.file.entry(c.n).ok()
+    }
+
+    fn normalize(&self, mut c: Cursor) -> Cursor {
+        while let Some(f) = self.files.get(c.f) {
+            if c.n >= 1 && c.n < f.used {
+                break;
+            }
+            c.f += 1;
+            c.n = 1;
+        }
+        c
+    }
+
+    fn advance(&self, c: Cursor) -> Cursor {
+        self.normalize(Cursor { f: c.f, n: c.n + 1 })
+    }
+
+    /// The first entry (in file order) whose offset is at least `offset`.
+    fn seek(&self, offset: u64) -> Cursor {
+        let offset = offset as i64;
+        for (i, f) in self.files.iter().enumerate() {
+            if f.used <= 1 {
+                continue;
+            }
+            let last = f.file.entry(f.used - 1).map_or(i64::MIN, |e| e.phy_offset);
+            if last < offset {
+                continue;
+            }
+            let (mut lo, mut hi) = (1u32, f.used);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                let v = f.file.entry(mid).map_or(i64::MAX, |e| e.phy_offset);
+                if v >= offset {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            return self.normalize(Cursor { f: i, n: lo });
+        }
+        Cursor {
+            f: self.files.len(),
+            n: 1,
+        }
+    }
+
+    fn entry_pos(&self, c: Cursor) -> u64 {
+        self.geometry.entry_pos(c.n)
+    }
+
+    fn path(&self, c: Cursor) -> &Path {
+        self.files
+            .get(c.f)
+            .map_or(Path::new(""), |f| f.path.as_path())
+    }
+
+    fn begin_timestamp(&self, c: Cursor) -> i64 {
+        self.files
+            .get(c.f)
+            .map_or(0, |f| f.file.header().begin_timestamp)
+    }
+
+    fn is_unreadable_range(&self, offset: u64) -> bool {
+        let o = offset as i64;
+        self.unreadable.iter().any(|&(b, e)| o >= b && o <= e)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-queue runs in the commitlog.
+
+#[derive(Debug, Clone)]
+struct QueueRun {
+    first_q: i64,
+    first_pos: u64,
+    next_q: i64,
+    count: u64,
+    /// The consume queue's end (recovery's view), looked up once.
+    cq_end: u64,
+    /// Records with a queue offset at or beyond `cq_end`.
+    beyond: u64,
+    first_beyond: Option<(u64, i64)>,
+    /// Records whose consume queue unit points back at them, and their queue offsets as ranges.
+    matched: u64,
+    ranges: Vec<(u64, u64)>,
+    ranges_overflow: bool,
+}
+
+impl QueueRun {
+    fn add_matched(&mut self, q: u64) {
+        self.matched += 1;
+        add_range(&mut self.ranges, &mut self.ranges_overflow, q, q + 1);
+    }
+}
+
+const MAX_RANGES: usize = 1024;
+
+/// Append `[a, b)` to sorted, disjoint ranges (merging with the last one when adjacent).
+fn add_range(ranges: &mut Vec<(u64, u64)>, overflow: &mut bool, a: u64, b: u64) {
+    if let Some(last) = ranges.last_mut() {
+        if last.1 == a {
+            last.1 = b;
+            return;
+        }
+    }
+    if ranges.len() < MAX_RANGES {
+        ranges.push((a, b));
+    } else {
+        *overflow = true;
+    }
+}
+
+/// A queue as one worker sees it: the run so far and the consume queue file it last read.
+struct SegQueue<'a> {
+    topic: Box<str>,
+    run: QueueRun,
+    cq: Option<&'a ConsumeQueue>,
+    map: Option<(u64, u64, Mapped)>,
+}
+
+/// Keyed by (hash of the topic, queue id); the topic is kept in the value and compared.
+type QueueRuns<'a> = FastMap<(u64, i32), SegQueue<'a>>;
+
+/// Per topic and queue id: the queue end recovery finds and the consume queue.
+type CqIndex<'a> = FastMap<&'a str, FastMap<i32, (u64, &'a ConsumeQueue)>>;
+
+// ---------------------------------------------------------------------------------------------
+// The commitlog pass.
+
+struct Ctx<'a> {
+    store: &'a Store,
+    opts: &'a VerifyOptions,
+    maps: &'a [Option<Mapped>],
+    walk_opts: recovery::WalkOptions,
+    index: Option<&'a IndexStream>,
+    cq_index: &'a CqIndex<'a>,
+    dups: Mutex<DupWindow>,
+    done: AtomicU64,
+    total: u64,
+    progress: Option<Progress<'a>>,
+    /// Records at or after this offset are dispatched again by the broker.
+    redispatch_from: u64,
+    track_queues: bool,
+}
+
+#[derive(Default)]
+struct IndexTally {
+    checked: u64,
+    missing: u64,
+    lag: u64,
+    first_lag: Option<u64>,
+    dangling: u64,
+    duplicates: u64,
+    time_mismatch: u64,
+}
+
+/// Queue runs of one file, without the worker's file caches.
+type Runs = FastMap<Box<str>, FastMap<i32, QueueRun>>;
+
+struct SegScan {
+    index: usize,
+    walk: Option<FileWalk>,
+    sink: Sink,
+    queues: Runs,
+    idx: IndexTally,
+    records: u64,
+    bytes: u64,
+    data_end: u64,
+    max_store_ts: i64,
+}
+
+struct SegState<'c, 'a> {
+    ctx: &'c Ctx<'a>,
+    path: &'c Path,
+    seg_start: u64,
+    sink: Sink,
+    queues: QueueRuns<'a>,
+    idx: IndexTally,
+    cursor: Option<Cursor>,
+    keys: Vec<i32>,
+    dup_batch: Vec<(u64, u64)>,
+    seen: u64,
+    records: u64,
+    bytes: u64,
+    data_end: u64,
+    max_store_ts: i64,
+    unreported: u64,
+    open_maps: usize,
+}
+
+/// Above this many mapped consume queue files, a worker drops its cached maps (they are dropped
+/// with each commitlog file's state anyway).
+const MAX_CQ_MAPS: usize = 2048;
+
+/// The unit at queue offset `q` of a queue, reading through the worker's cached map of the
+/// consume queue file that holds it.
+fn sq_unit(sq: &mut SegQueue<'_>, q: u64, opened: &mut usize) -> Option<CqUnit> {
+    let pos = q.checked_mul(UNIT_SIZE as u64)?;
+    let hit = matches!(&sq.map, Some((start, len, _)) if pos >= *start && pos < start + len);
+    if !hit {
+        let cq = sq.cq?;
+        let i = cq
+            .files
+            .partition_point(|f| f.start <= pos)
+            .checked_sub(1)?;
+        let f = cq.files.get(i)?;
+        if pos >= f.start.saturating_add(f.len) {
+            return None;
+        }
+        sq.map = Some((f.start, f.len, Mapped::open(&f.path).ok()?));
+        *opened += 1;
+    }
+    let (start, _, map) = sq.map.as_ref()?;
+    let at = usize::try_from(pos - start).ok()?;
+    CqUnit::from_bytes(map.get(at..)?)
+}
+
+fn parse_digits(b: &[u8]) -> Option<i64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+impl<'c, 'a> SegState<'c, 'a> {
+    fn flush_dups(&mut self) {
+        if self.dup_batch.is_empty() {
+            return;
+        }
+        if let Ok(mut d) = self.ctx.dups.lock() {
+            for &(h, p) in &self.dup_batch {
+                d.add(h, p, self.ctx.opts.max_per_code);
+            }
+        }
+        self.dup_batch.clear();
+    }
+
+    fn report_progress(&mut self, force: bool) {
+        if self.unreported >= 8 << 20 || (force && self.unreported > 0) {
+            let done =
+                self.ctx.done.fetch_add(self.unreported, Ordering::Relaxed) + self.unreported;
+            self.unreported = 0;
+            if let Some(p) = self.ctx.progress {
+                p(Phase::Commitlog, done.min(self.ctx.total), self.ctx.total);
+            }
+        }
+    }
+
+    fn finding(&mut self, code: &'static str, pos: u64, msg: String) -> &mut Self {
+        self.sink.push(Finding::new(code, self.path, pos, msg));
+        self
+    }
+
+    fn visit(&mut self, m: &MessageRef<'_>, _place: RecordPlace) {
+        let ctx = self.ctx;
+        let o = ctx.opts;
+        let size = m.raw.len() as u64;
+        self.seen += 1;
+        self.records += 1;
+        self.bytes += size;
+        self.unreported += size;
+        self.data_end = self.data_end.max(m.position.saturating_add(size));
+        self.max_store_ts = self.max_store_ts.max(m.store_timestamp);
+        let pos = m.position - self.seg_start;
+        let in_topic = o.in_topic(&m.topic);
+        let sampled = (self.seen - 1) % o.sample.max(1) == 0;
+        let p = Props::of(m);
+
+        if o.strict && in_topic && o.wants(Part::Commitlog) {
+            self.strict_checks(m, &p, pos);
+        }
+
+        let tx = m.transaction_type();
+        let inner_batch = m.sys_flag & sysflag::INNER_BATCH != 0;
+        if ctx.track_queues && in_topic && tx.is_queued() && !inner_batch {
+            self.queue_record(m, &p, pos, sampled);
+        }
+
+        if let Some(ix) = ctx.index {
+            let mut keys = std::mem::take(&mut self.keys);
+            expected_index_keys(m, &p, &mut keys);
+            self.index_record(
+                ix,
+                m,
+                &p,
+                &keys,
+                in_topic && sampled && o.wants(Part::Index),
+            );
+            self.keys = keys;
+        }
+
+        if in_topic && o.wants(Part::Commitlog) {
+            if let Some(u) = p.uniq {
+                if !is_reput(m, &p) {
+                    self.dup_batch.push((key_hash64(u), m.position));
+                    if self.dup_batch.len() >= 4096 {
+                        self.flush_dups();
+                    }
+                }
+            }
+        }
+        self.report_progress(false);
+    }
+
+    fn strict_checks(&mut self, m: &MessageRef<'_>, p: &Props<'_>, pos: u64) {
+        if m.physical_offset != m.position as i64 {
+            self.sink.push(
+                Finding::new(
+                    "commitlog.physical_offset",
+                    self.path,
+                    pos,
+                    format!(
+                        "record at commitlog offset {} says PHYSICALOFFSET {}",
+                        m.position, m.physical_offset
+                    ),
+                )
+                .with_action(
+                    "the broker does not check it; consume queue units and index entries built \
+                     from this record point at other bytes",
+                ),
+            );
+        }
+        if m.body.is_empty() && m.body_crc != 0 {
+            self.sink.push(
+                Finding::new(
+                    "commitlog.crc_mismatch",
+                    self.path,
+                    pos,
+                    format!(
+                        "record at commitlog offset {} has no body but BODYCRC {} (an empty body's CRC is 0)",
+                        m.position, m.body_crc
+                    ),
+                )
+                .with_severity(Severity::Warning)
+                .with_action("the broker checks the CRC only when the body is not empty"),
+            );
+        }
+        if p.crc32 {
+            self.prop_crc(m, pos);
+        }
+        let mut odd = Vec::new();
+        if m.sys_flag & !0x7FF != 0 {
+            odd.push(format!("SYSFLAG {:#x} has bits above 0x7ff", m.sys_flag));
+        }
+        if m.store_timestamp <= 0 {
+            odd.push(format!("STORETIMESTAMP is {}", m.store_timestamp));
+        }
+        let t = m.topic.as_bytes();
+        let valid = !t.is_empty()
+            && t.iter()
+                .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'%' | b'|' | b'_' | b'-'));
+        if !valid {
+            odd.push(format!("topic {:?} is not a valid topic name", m.topic));
+        }
+        match m.version {
+            MessageVersion::V1 if t.len() > 127 => {
+                odd.push(format!("a version 1 record with a {}-byte topic", t.len()))
+            }
+            MessageVersion::V2 if t.len() <= 127 => odd.push(format!(
+                "a version 2 record for a {}-byte topic (the broker uses V2 only above 127)",
+                t.len()
+            )),
+            _ => {}
+        }
+        if !odd.is_empty() {
+            self.finding(
+                "commitlog.odd_field",
+                pos,
+                format!(
+                    "record at commitlog offset {}: {}",
+                    m.position,
+                    odd.join("; ")
+                ),
+            );
+        }
+    }
+
+    /// `__CRC32#` (5.2+): the last 20 bytes are `__CRC32#` 0x01, ten digits least significant
+    /// first, 0x02; the CRC covers the record before them.
+    fn prop_crc(&mut self, m: &MessageRef<'_>, pos: u64) {
+        let raw = m.raw;
+        let Some(split) = raw.len().checked_sub(20) else {
+            return;
+        };
+        let (head, tail) = raw.split_at(split);
+        let ok_shape = tail.starts_with(b"__CRC32#\x01") && tail.last() == Some(&0x02);
+        let digits = tail.get(9..19).unwrap_or(&[]);
+        let stored = if ok_shape && digits.iter().all(u8::is_ascii_digit) {
+            let rev: Vec<u8> = digits.iter().rev().copied().collect();
+            parse_digits(&rev)
+        } else {
+            None
+        };
+        let computed = masked_crc32(head) as i64;
+        let msg = match stored {
+            None => Some(format!(
+                "record at commitlog offset {} has __CRC32# but not as its last 20 bytes",
+                m.position
+            )),
+            Some(s) if s != computed => Some(format!(
+                "record at commitlog offset {}: __CRC32# says {s}, the record's CRC is {computed}",
+                m.position
+            )),
+            _ => None,
+        };
+        if let Some(msg) = msg {
+            self.sink.push(
+                Finding::new("commitlog.prop_crc_mismatch", self.path, pos, msg).with_action(
+                    "checked only with forceVerifyPropCRC=true; then recovery truncates here",
+                ),
+            );
+        }
+    }
+
+    fn queue_record(&mut self, m: &MessageRef<'_>, p: &Props<'_>, pos: u64, check_unit: bool) {
+        let step = if m.sys_flag & sysflag::INNER_BATCH != 0 {
+            p.inner_num.and_then(parse_digits).unwrap_or(1).max(1)
+        } else {
+            1
+        };
+        let q = m.queue_offset;
+        let ctx = self.ctx;
+        let strict = ctx.opts.strict;
+        let topic: &str = &m.topic;
+        let th = {
+            let mut h = FastHasher(0);
+            h.write(topic.as_bytes());
+            h.finish()
+        };
+        let sq = self.queues.entry((th, m.queue_id)).or_insert_with(|| {
+            let found = ctx
+                .cq_index
+                .get(topic)
+                .and_then(|m2| m2.get(&m.queue_id))
+                .copied();
+            SegQueue {
+                topic: topic.into(),
+                run: QueueRun {
+                    first_q: q,
+                    first_pos: m.position,
+                    next_q: q,
+                    count: 0,
+                    cq_end: found.map_or(0, |(e, _)| e),
+                    beyond: 0,
+                    first_beyond: None,
+                    matched: 0,
+                    ranges: Vec::new(),
+                    ranges_overflow: false,
+                },
+                cq: found.map(|(_, cq)| cq),
+                map: None,
+            }
+        });
+        if &*sq.topic != topic {
+            // Two topics with one 64-bit hash: leave the second one unchecked.
+            return;
+        }
+        let run = &mut sq.run;
+        let mut gap = None;
+        if run.count > 0 && q != run.next_q {
+            gap = Some(run.next_q);
+        }
+        run.next_q = q.saturating_add(step);
+        run.count += 1;
+        if q >= 0 && q as u64 >= run.cq_end {
+            run.beyond += 1;
+            if run.first_beyond.is_none() {
+                run.first_beyond = Some((m.position, q));
+            }
+        } else if check_unit && q >= 0 {
+            // The unit at this queue offset must point back at this record.
+            if let Some(u) = sq_unit(sq, q as u64, &mut self.open_maps) {
+                let tags_ok = u.has_ext_addr()
+                    || fast_tags_code(m, p, &ctx.store.geometry) == Some(u.tags_code);
+                if u.offset == m.position as i64 && u.size == m.total_size && tags_ok {
+                    sq.run.add_matched(q as u64);
+                }
+            }
+        }
+        if self.open_maps > MAX_CQ_MAPS {
+            for sq in self.queues.values_mut() {
+                sq.map = None;
+            }
+            self.open_maps = 0;
+        }
+        if let (Some(expected), true) = (gap, strict) {
+            let (code, what) = if q > expected {
+                (
+                    "commitlog.queue_offset_gap",
+                    format!("jumps from {} to {q}", expected.wrapping_sub(1)),
+                )
+            } else {
+                (
+                    "commitlog.queue_offset_repeat",
+                    format!("goes back from {} to {q}", expected.wrapping_sub(1)),
+                )
+            };
+            let f = Finding::new(
+                code,
+                self.path,
+                pos,
+                format!(
+                    "queue {}/{}: QUEUEOFFSET {what} at commitlog offset {}",
+                    m.topic, m.queue_id, m.position
+                ),
+            )
+            .with_action(
+                "the broker does not check it; its consume queue writer appends at its own \
+                 position, so later units of this queue are misplaced",
+            );
+            self.sink.push(f);
+        }
+    }
+
+    fn index_record(
+        &mut self,
+        ix: &IndexStream,
+        m: &MessageRef<'_>,
+        p: &Props<'_>,
+        keys: &[i32],
+        check: bool,
+    ) {
+        let x = m.position as i64;
+        let mut c = match self.cursor {
+            Some(c) => c,
+            None => return,
+        };
+        // Entries before this record point inside the previous record or between records.
+        while let Some(e) = ix.entry(c) {
+            if e.phy_offset >= x {
+                break;
+            }
+            if e.phy_offset >= self.seg_start as i64 {
+                self.dangling(ix, c, &e, "where no record starts");
+            }
+            c = ix.advance(c);
+        }
+        let mut matched: u64 = 0;
+        while let Some(e) = ix.entry(c) {
+            if e.phy_offset != x {
+                break;
+            }
+            if check {
+                self.idx.checked += 1;
+                let free = keys
+                    .iter()
+                    .enumerate()
+                    .position(|(i, h)| *h == e.key_hash && i < 64 && matched & (1 << i) == 0);
+                match free {
+                    Some(i) => {
+                        matched |= 1 << i;
+                        self.time_check(ix, c, &e, m);
+                    }
+                    None if keys.contains(&e.key_hash) => self.idx.duplicates += 1,
+                    None => {
+                        let what = if keys.is_empty() {
+                            "a record that is not indexed (no keys, or ROLLBACK)".to_string()
+                        } else {
+                            format!("a record of topic {} whose keys do not hash to it", m.topic)
+                        };
+                        self.dangling(ix, c, &e, &what);
+                    }
+                }
+            }
+            c = ix.advance(c);
+        }
+        self.cursor = Some(c);
+        if !check || keys.is_empty() || ix.is_unreadable_range(m.position) {
+            return;
+        }
+        let covered = match (ix.first_offset, ix.coverage_end) {
+            (Some(_), Some(end)) => x <= end,
+            _ => false,
+        };
+        let mut texts: Option<Vec<String>> = None;
+        for i in 0..keys.len() {
+            if i < 64 && matched & (1 << i) != 0 {
+                continue;
+            }
+            if !covered {
+                self.idx.lag += 1;
+                if self.idx.first_lag.is_none() {
+                    self.idx.first_lag = Some(m.position);
+                }
+                continue;
+            }
+            self.idx.missing += 1;
+            let key = texts
+                .get_or_insert_with(|| index_key_texts(p))
+                .get(i)
+                .cloned()
+                .unwrap_or_default();
+            let action = if m.position >= self.ctx.redispatch_from {
+                "the broker re-indexes it on its next start (re-dispatch)"
+            } else {
+                "queries by this key do not find the message; the broker never re-indexes old records"
+            };
+            self.sink.push(
+                Finding::new(
+                    "index.missing_key",
+                    self.path,
+                    m.position - self.seg_start,
+                    format!(
+                        "record at commitlog offset {} has key {}#{} but no index entry",
+                        m.position, m.topic, key
+                    ),
+                )
+                .with_action(action),
+            );
+        }
+    }
+
+    fn time_check(&mut self, ix: &IndexStream, c: Cursor, e: &IndexEntry, m: &MessageRef<'_>) {
+        if c.n < 2 {
+            return;
+        }
+        let begin = ix.begin_timestamp(c);
+        let want = if begin <= 0 {
+            0
+        } else {
+            (m.store_timestamp.wrapping_sub(begin) / 1000).clamp(0, i32::MAX as i64) as i32
+        };
+        if e.time_diff != want {
+            self.idx.time_mismatch += 1;
+            self.sink.push(
+                Finding::new(
+                    "index.time_mismatch",
+                    ix.path(c),
+                    ix.entry_pos(c) + 12,
+                    format!(
+                        "entry {} has time diff {} s, but the record at offset {} was stored {} s after the file's beginTimestamp",
+                        c.n, e.time_diff, m.position, want
+                    ),
+                )
+                .with_action("time-bounded queries may miss this entry"),
+            );
+        }
+    }
+
+    fn dangling(&mut self, ix: &IndexStream, c: Cursor, e: &IndexEntry, what: &str) {
+        self.idx.dangling += 1;
+        if !self.ctx.opts.in_topic_any() || !self.ctx.opts.wants(Part::Index) {
+            return;
+        }
+        self.sink.push(
+            Finding::new(
+                "index.dangling_entry",
+                ix.path(c),
+                ix.entry_pos(c),
+                format!(
+                    "entry {} (hash {}) points at commitlog offset {}, {what}",
+                    c.n, e.key_hash, e.phy_offset
+                ),
+            )
+            .with_action(
+                "a query that reaches this entry reads the wrong bytes; clients drop records \
+                 whose key differs, so the answer is only incomplete",
+            ),
+        );
+    }
+
+    /// Entries left in this file's range after its last record.
+    fn finish_index(&mut self, ix: &IndexStream, seg_end: u64) {
+        let Some(mut c) = self.cursor else { return };
+        while let Some(e) = ix.entry(c) {
+            if e.phy_offset >= seg_end as i64 {
+                break;
+            }
+            self.dangling(ix, c, &e, "past the last record of its file");
+            c = ix.advance(c);
+        }
+        self.cursor = Some(c);
+    }
+}
+
+fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
+    let store = ctx.store;
+    let mut sink = Sink::new(ctx.opts.max_per_code);
+    let Some(seg) = store.commitlog.segments.get(i) else {
+        return SegScan {
+            index: i,
+            walk: None,
+            sink,
+            queues: Runs::default(),
+            idx: IndexTally::default(),
+            records: 0,
+            bytes: 0,
+            data_end: 0,
+            max_store_ts: 0,
+        };
+    };
+    let Some(map) = ctx.maps.get(i).and_then(Option::as_ref) else {
+        sink.push(Finding::new(
+            "store.unreadable",
+            &seg.path,
+            0,
+            "the commitlog file cannot be mapped or read".to_string(),
+        ));
+        return SegScan {
+            index: i,
+            walk: None,
+            sink,
+            queues: Runs::default(),
+            idx: IndexTally::default(),
+            records: 0,
+            bytes: 0,
+            data_end: 0,
+            max_store_ts: 0,
+        };
+    };
+    let mut st = SegState {
+        ctx,
+        path: &seg.path,
+        seg_start: seg.start,
+        sink,
+        queues: QueueRuns::default(),
+        idx: IndexTally::default(),
+        cursor: ctx.index.map(|ix| ix.seek(seg.start)),
+        keys: Vec::new(),
+        dup_batch: Vec::new(),
+        seen: 0,
+        records: 0,
+        bytes: 0,
+        data_end: 0,
+        max_store_ts: 0,
+        unreported: 0,
+        open_maps: 0,
+    };
+    let walk = recovery::walk_file(map, seg, &ctx.walk_opts, |m, place| st.visit(m, place));
+    if let Some(ix) = ctx.index {
+        st.finish_index(ix, seg.start.saturating_add(map.len() as u64));
+    }
+    st.flush_dups();
+    // Count the whole file as done (blank space and zeros included).
+    st.unreported += (map.len() as u64).saturating_sub(st.bytes);
+    st.report_progress(true);
+    SegScan {
+        index: i,
+        walk: Some(walk),
+        sink: st.sink,
+        queues: {
+            let mut runs = Runs::default();
+            for ((_, q), sq) in st.queues {
+                runs.entry(sq.topic).or_default().insert(q, sq.run);
+            }
+            runs
+        },
+        idx: st.idx,
+        records: st.records,
+        bytes: st.bytes,
+        data_end: st.data_end,
+        max_store_ts: st.max_store_ts,
+    }
+}
+
+/// What the commitlog pass leaves for the later phases.
+struct Merged {
+    sink: Sink,
+    walks: Vec<Option<FileWalk>>,
+    queues: HashMap<(String, i32), QueueRun>,
+    idx: IndexTally,
+    records: u64,
+    bytes: u64,
+    data_end: u64,
+    max_store_ts: i64,
+    next: usize,
+    pending: BTreeMap<usize, SegScan>,
+}
+
+impl Merged {
+    fn take(&mut self, s: SegScan, store: &Store, strict: bool) {
+        self.pending.insert(s.index, s);
+        while let Some(s) = self.pending.remove(&self.next) {
+            self.next += 1;
+            self.merge(s, store, strict);
+        }
+    }
+
+    fn merge(&mut self, s: SegScan, store: &Store, strict: bool) {
+        self.sink.absorb(s.sink);
+        if let Some(w) = self.walks.get_mut(s.index) {
+            *w = s.walk;
+        }
+        self.records += s.records;
+        self.bytes += s.bytes;
+        self.data_end = self.data_end.max(s.data_end);
+        self.max_store_ts = self.max_store_ts.max(s.max_store_ts);
+        let t = &mut self.idx;
+        t.checked += s.idx.checked;
+        t.missing += s.idx.missing;
+        t.lag += s.idx.lag;
+        t.first_lag = t.first_lag.or(s.idx.first_lag);
+        t.dangling += s.idx.dangling;
+        t.duplicates += s.idx.duplicates;
+        t.time_mismatch += s.idx.time_mismatch;
+        for (topic, per) in s.queues {
+            for (qid, run) in per {
+                match self.queues.get_mut(&(topic.to_string(), qid)) {
+                    None => {
+                        self.queues.insert((topic.to_string(), qid), run);
+                    }
+                    Some(acc) => {
+                        if strict && run.first_q != acc.next_q {
+                            let (code, what) = if run.first_q > acc.next_q {
+                                ("commitlog.queue_offset_gap", "jumps")
+                            } else {
+                                ("commitlog.queue_offset_repeat", "goes back")
+                            };
+                            if let Some(seg) = store.commitlog.segment_for(run.first_pos) {
+                                self.sink.push(Finding::new(
+                                    code,
+                                    &seg.path,
+                                    run.first_pos - seg.start,
+                                    format!(
+                                        "queue {topic}/{qid}: QUEUEOFFSET {what} from {} to {} at commitlog offset {}",
+                                        acc.next_q.wrapping_sub(1),
+                                        run.first_q,
+                                        run.first_pos
+                                    ),
+                                ));
+                            }
+                        }
+                        acc.next_q = run.next_q;
+                        acc.count += run.count;
+                        acc.matched += run.matched;
+                        acc.ranges_overflow |= run.ranges_overflow;
+                        for (a, b) in run.ranges {
+                            add_range(&mut acc.ranges, &mut acc.ranges_overflow, a, b);
+                        }
+                        acc.beyond += run.beyond;
+                        if acc.first_beyond.is_none() {
+                            acc.first_beyond = run.first_beyond;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Consume queues.
+
+#[derive(Default)]
+struct CqResult {
+    units: u64,
+    /// Units matched here (by reading their record) that no record matched during the scan.
+    matched: u64,
+    ranges: Vec<(u64, u64)>,
+    ranges_overflow: bool,
+    findings: Vec<Finding>,
+}
+
+const MAX_CQ_FINDINGS: usize = 64;
+
+impl CqResult {
+    fn matched_q(&mut self, q: u64) {
+        self.matched += 1;
+        add_range(&mut self.ranges, &mut self.ranges_overflow, q, q + 1);
+    }
+
+    fn push(&mut self, f: Finding) {
+        if self.findings.len() < MAX_CQ_FINDINGS {
+            self.findings.push(f);
+        }
+    }
+}
+
+/// Ranges sorted and merged.
+fn normalized(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// First queue offset in `[lo, hi)` not covered by `ranges` (sorted and merged).
+fn first_unmatched(ranges: &[(u64, u64)], lo: u64, hi: u64) -> Option<u64> {
+    let mut q = lo;
+    for &(a, b) in ranges {
+        if b <= q {
+            continue;
+        }
+        if a > q {
+            break;
+        }
+        q = b;
+    }
+    (q < hi).then_some(q)
+}
+
+struct CqCtx<'a> {
+    store: &'a Store,
+    opts: &'a VerifyOptions,
+    maps: &'a [Option<Mapped>],
+    data_end: u64,
+    cl_min: u64,
+    plan: Option<&'a RecoveryPlan>,
+}
+
+fn record_at<'m>(c: &'m CqCtx<'_>, offset: u64) -> std::result::Result<MessageRef<'m>, String> {
+    let segs = &c.store.commitlog.segments;
+    let i = segs
+        .partition_point(|s| s.start <= offset)
+        .checked_sub(1)
+        .ok_or_else(|| "below the first commitlog file".to_string())?;
+    let seg = segs.get(i).ok_or_else(|| "no commitlog file".to_string())?;
+    let map = c
+        .maps
+        .get(i)
+        .and_then(Option::as_ref)
+        .ok_or_else(|| format!("{} cannot be read", seg.path.display()))?;
+    let pos = usize::try_from(offset - seg.start).map_err(|e| e.to_string())?;
+    match parse_record(map, pos, seg.start, false) {
+        Ok(Record::Message(m)) => Ok(m),
+        Ok(Record::Blank { .. }) => Err("a blank record is there".to_string()),
+        Ok(Record::EndOfData) => Err("only zeros are there".to_string()),
+        Err(e) => Err(format!("no record parses there ({})", e.kind)),
+    }
+}
+
+fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Result<CqResult> {
+    let mut r = CqResult::default();
+    // Units the scan already matched with their record need no second look.
+    let done = match run {
+        Some(run) if !run.ranges_overflow => normalized(run.ranges.clone()),
+        _ => Vec::new(),
+    };
+    let mut done_at = 0usize;
+    let fs = cq.file_size;
+    let g = &c.store.geometry;
+    let name = format!("{}/{}", cq.topic, cq.queue_id);
+    let mut expected_start: Option<u64> = None;
+    let mut ended: Option<u64> = None;
+    let mut torn: (u64, Option<(PathBuf, u64)>) = (0, None);
+    let mut seen_real = false;
+    let mut prev_offset: Option<i64> = None;
+    let mut stale = 0u64;
+    let mut past_end: (u64, Option<(PathBuf, u64, u64)>) = (0, None);
+    let sample = c.opts.sample.max(1);
+    for f in &cq.files {
+        if f.len != fs {
+            r.push(
+                Finding::new(
+                    "consumequeue.file_size",
+                    &f.path,
+                    f.len.min(fs),
+                    format!(
+                        "consume queue file of {name} is {} bytes, expected {fs}",
+                        f.len
+                    ),
+                )
+                .with_action("MappedFileQueue.load fails: the broker does not start"),
+            );
+        } else if fs > 0 && f.start % fs != 0 {
+            r.push(Finding::new(
+                "consumequeue.file_size",
+                &f.path,
+                0,
+                format!(
+                    "consume queue file name {} of {name} is not a multiple of {fs}",
+                    f.start
+                ),
+            ));
+        }
+        if let Some(e) = expected_start {
+            if f.start > e {
+                r.push(
+                    Finding::new(
+                        "consumequeue.gap",
+                        &f.path,
+                        0,
+                        format!(
+                            "{name}: no file holds queue offsets {}..{}",
+                            e / UNIT_SIZE as u64,
+                            f.start / UNIT_SIZE as u64
+                        ),
+                    )
+                    .with_action(
+                        "reads of those queue offsets find nothing; the broker only logs the gap",
+                    ),
+                );
+            }
+        }
+        expected_start = Some(f.start.saturating_add(fs.max(f.len)));
+        let map = match Mapped::open(&f.path) {
+            Ok(m) => m,
+            Err(e) => {
+                r.push(Finding::new("store.unreadable", &f.path, 0, e.to_string()));
+                continue;
+            }
+        };
+        let chunks = map.chunks_exact(UNIT_SIZE);
+        let rem = chunks.remainder().len();
+        for (i, chunk) in chunks.enumerate() {
+            let fpos = (i * UNIT_SIZE) as u64;
+            let q = f.start.saturating_add(fpos) / UNIT_SIZE as u64;
+            let Some(u) = CqUnit::from_bytes(chunk) else {
+                continue;
+            };
+            if ended.is_some() {
+                if chunk.iter().any(|&b| b != 0) {
+                    torn.0 += 1;
+                    if torn.1.is_none() {
+                        torn.1 = Some((f.path.clone(), fpos));
+                    }
+                }
+                continue;
+            }
+            if !u.is_valid() {
+                ended = Some(q);
+                if chunk.iter().any(|&b| b != 0) {
+                    torn.0 += 1;
+                    torn.1.get_or_insert((f.path.clone(), fpos));
+                }
+                continue;
+            }
+            if u.is_pre_blank() {
+                if seen_real {
+                    r.push(Finding::new(
+                        "consumequeue.torn",
+                        &f.path,
+                        fpos,
+                        format!("{name}: pre-blank unit at queue offset {q} after real units"),
+                    ));
+                }
+                continue;
+            }
+            seen_real = true;
+            r.units += 1;
+            if let Some(p) = prev_offset {
+                if u.offset <= p {
+                    r.push(Finding::new(
+                        "consumequeue.unit_mismatch",
+                        &f.path,
+                        fpos,
+                        format!(
+                            "{name}: unit at queue offset {q} points at commitlog offset {}, not after the previous unit's {p}",
+                            u.offset
+                        ),
+                    ));
+                }
+            }
+            prev_offset = Some(u.offset);
+            let uoff = u.offset as u64;
+            if uoff < c.cl_min {
+                stale += 1;
+                continue;
+            }
+            if uoff.saturating_add(u.size as u64) > c.data_end {
+                past_end.0 += 1;
+                if past_end.1.is_none() {
+                    past_end.1 = Some((f.path.clone(), fpos, q));
+                }
+                continue;
+            }
+            if q % sample != 0 {
+                continue;
+            }
+            while done.get(done_at).is_some_and(|&(_, b)| b <= q) {
+                done_at += 1;
+            }
+            if done.get(done_at).is_some_and(|&(a, _)| a <= q) {
+                continue;
+            }
+            let mut diffs = Vec::new();
+            match record_at(c, uoff) {
+                Err(why) => diffs.push(why),
+                Ok(m) => {
+                    if m.topic != cq.topic {
+                        diffs.push(format!("topic {}", m.topic));
+                    }
+                    if m.queue_id != cq.queue_id {
+                        diffs.push(format!("queue id {}", m.queue_id));
+                    }
+                    if m.queue_offset != q as i64 {
+                        diffs.push(format!("queue offset {}", m.queue_offset));
+                    }
+                    if m.total_size != u.size {
+                        diffs.push(format!("size {} (the unit says {})", m.total_size, u.size));
+                    }
+                    if !m.transaction_type().is_queued() {
+                        diffs.push(format!("transaction type {:?}", m.transaction_type()));
+                    }
+                    if !u.has_ext_addr() {
+                        match record_tags_code(&m, g) {
+                            Ok(t) if t != u.tags_code => {
+                                diffs.push(format!("tags code {t} (the unit says {})", u.tags_code))
+                            }
+                            Ok(_) => {}
+                            Err(e) => diffs.push(e.to_string()),
+                        }
+                    }
+                }
+            }
+            if diffs.is_empty() {
+                r.matched_q(q);
+            } else {
+                r.push(
+                    Finding::new(
+                        "consumequeue.unit_mismatch",
+                        &f.path,
+                        fpos,
+                        format!(
+                            "{name}: unit at queue offset {q} points at commitlog offset {uoff} (size {}), but there: {}",
+                            u.size,
+                            diffs.join(", ")
+                        ),
+                    )
+                    .with_action(format!(
+                        "consumers of {name} at queue offset {q} get the bytes at offset {uoff} \
+                         (a wrong message, or a pull error); the broker never rewrites the unit"
+                    )),
+                );
+            }
+        }
+        if rem != 0 {
+            r.push(Finding::new(
+                "consumequeue.torn",
+                &f.path,
+                map.len() as u64 - rem as u64,
+                format!("{name}: the file ends with a partial unit of {rem} bytes"),
+            ));
+        }
+    }
+    if torn.0 > 0 {
+        if let Some((p, pos)) = torn.1 {
+            r.push(
+                Finding::new(
+                    "consumequeue.torn",
+                    &p,
+                    pos,
+                    format!(
+                        "{name}: {} non-zero units after the first invalid unit (queue offset {})",
+                        torn.0,
+                        ended.unwrap_or(0)
+                    ),
+                )
+                .with_action(
+                    "recovery ends the queue at the first invalid unit (within its last three \
+                     files); later units are ignored and overwritten",
+                ),
+            );
+        }
+    }
+    if stale > 0 {
+        if let Some(f) = cq.files.first() {
+            r.push(Finding::new(
+                "consumequeue.stale_unit",
+                &f.path,
+                0,
+                format!(
+                    "{name}: {stale} units point below the commitlog's first offset {} (expired data)",
+                    c.cl_min
+                ),
+            ));
+        }
+    }
+    if let (n, Some((p, pos, q))) = past_end {
+        if n > 0 {
+            let action = match c.plan.and_then(|pl| pl.cut.as_ref()) {
+                Some(cut) => format!(
+                    "recovery drops the units pointing at or after offset {} (truncateDirtyLogicFiles)",
+                    cut.offset
+                ),
+                None => "recovery drops them (truncateDirtyLogicFiles)".to_string(),
+            };
+            r.push(
+                Finding::new(
+                    "consumequeue.past_end",
+                    &p,
+                    pos,
+                    format!(
+                        "{name}: {n} units from queue offset {q} point past the commitlog's end of data ({})",
+                        c.data_end
+                    ),
+                )
+                .with_action(action),
+            );
+        }
+    }
+    Ok(r)
+}
+
+/// File and position of queue offset `q` in a queue (the file may not exist).
+fn unit_location(cq: &ConsumeQueue, q: u64) -> (PathBuf, u64) {
+    let pos = q.saturating_mul(UNIT_SIZE as u64);
+    let fs = cq.file_size.max(UNIT_SIZE as u64);
+    let start = pos - pos % fs;
+    (
+        cq.dir.join(crate::format::filename::offset_to_name(start)),
+        pos - start,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run.
+
+/// Check the store. Read-only; safe on a live store (the tail may move while it is read).
+pub fn verify(
+    store: &Store,
+    opts: &VerifyOptions,
+    progress: Option<Progress<'_>>,
+) -> Result<Report> {
+    let mut sink = Sink::new(opts.max_per_code.max(1));
+    let want_cl = opts.wants(Part::Commitlog);
+    let want_cq = opts.wants(Part::ConsumeQueue);
+    let want_ix = opts.wants(Part::Index);
+    let want_conf = opts.wants(Part::Config);
+    let scan = want_cl || want_cq || want_ix;
+
+    let prep = recovery::prepare(store)?;
+    let segs = &store.commitlog.segments;
+    let file_size = store.geometry.commitlog_file_size.value;
+
+    if want_cl {
+        layout_findings(store, file_size, &prep, &mut sink);
+    }
+
+    // Index stream.
+    let index_stream = if scan && !store.index_files.is_empty() {
+        open_index(store, want_ix, &mut sink)
+    } else {
+        None
+    };
+
+    // Shared maps of the commitlog files.
+    let maps: Vec<Option<Mapped>> = segs
+        .iter()
+        .map(|s| {
+            let m = Mapped::open(&s.path).ok();
+            if let Some(m) = &m {
+                m.advise_sequential();
+            }
+            m
+        })
+        .collect();
+
+    let mut cq_index: CqIndex<'_> = FastMap::default();
+    for ((t, q), cq) in &store.queues {
+        let end = prep.queue_ends.get(&(t.clone(), *q)).map_or(0, |e| e.0);
+        cq_index
+            .entry(t.as_str())
+            .or_default()
+            .insert(*q, (end, cq));
+    }
+    let start_offset = prep
+        .start_index
+        .and_then(|i| segs.get(i))
+        .map_or(0, |s| s.start);
+    let redispatch_from = match prep.mode {
+        RecoveryMode::Abnormal => start_offset,
+        RecoveryMode::Normal => prep
+            .max_phy_offset_of_consume_queue
+            .max(store.commitlog.min_offset()),
+    };
+    let mut walk_opts = prep.walk_options(store, opts.check_crc);
+    walk_opts.check_crc = opts.check_crc;
+    let total: u64 = segs.iter().map(|s| s.len).sum();
+    let ctx = Ctx {
+        store,
+        opts,
+        maps: &maps,
+        walk_opts,
+        index: index_stream.as_ref(),
+        cq_index: &cq_index,
+        dups: Mutex::new(DupWindow::new()),
+        done: AtomicU64::new(0),
+        total,
+        progress,
+        redispatch_from,
+        track_queues: want_cq,
+    };
+
+    let merged = Mutex::new(Merged {
+        sink: Sink::new(opts.max_per_code.max(1)),
+        walks: (0..segs.len()).map(|_| None).collect(),
+        queues: HashMap::new(),
+        idx: IndexTally::default(),
+        records: 0,
+        bytes: 0,
+        data_end: 0,
+        max_store_ts: 0,
+        next: 0,
+        pending: BTreeMap::new(),
+    });
+    // Index file structure checks run in the same worker pool as the commitlog files (one index
+    // file is one task), interleaved so a big index file does not wait for the whole scan.
+    enum Work {
+        Seg(usize),
+        Idx(usize),
+    }
+    let n_idx = if want_ix {
+        index_stream.as_ref().map_or(0, |ix| ix.files.len())
+    } else {
+        0
+    };
+    let mut work = Vec::new();
+    if scan {
+        for k in 0..segs.len().max(n_idx) {
+            if k < segs.len() {
+                work.push(Work::Seg(k));
+            }
+            if k < n_idx {
+                work.push(Work::Idx(k));
+            }
+        }
+    }
+    let structure: Mutex<Vec<Vec<Finding>>> = Mutex::new((0..n_idx).map(|_| Vec::new()).collect());
+    let idx_done = AtomicU64::new(0);
+    {
+        // Workers take items in order, so neighbouring files are read at the same time (the
+        // duplicate window and the merge buffer stay small).
+        let next = AtomicUsize::new(0);
+        let threads = rayon::current_num_threads().max(1);
+        rayon::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|_| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    match work.get(i) {
+                        None => break,
+                        Some(Work::Seg(k)) => {
+                            let r = scan_segment(&ctx, *k);
+                            if let Ok(mut m) = merged.lock() {
+                                m.take(r, store, opts.strict);
+                            }
+                        }
+                        Some(Work::Idx(j)) => {
+                            let Some(ix) = index_stream.as_ref() else {
+                                continue;
+                            };
+                            let Some(f) = ix.files.get(*j) else { continue };
+                            let v = index_file_findings(ix, f);
+                            if let Ok(mut st) = structure.lock() {
+                                if let Some(slot) = st.get_mut(*j) {
+                                    *slot = v;
+                                }
+                            }
+                            let d = idx_done.fetch_add(1, Ordering::Relaxed) + 1;
+                            if let Some(p) = progress {
+                                p(Phase::Index, d, n_idx as u64);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    }
+    let structure = structure
+        .into_inner()
+        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+    let mut merged = merged
+        .into_inner()
+        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+    let dups = ctx
+        .dups
+        .into_inner()
+        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+
+    mark_blanks_in_place(&mut merged.walks);
+
+    let plan = if scan {
+        let refs: Vec<Option<&FileWalk>> = merged.walks.iter().map(Option::as_ref).collect();
+        Some(recovery::finish(store, &prep, &refs, opts.check_crc)?)
+    } else {
+        None
+    };
+
+    if want_cl {
+        walk_findings(store, &merged.walks, plan.as_ref(), opts, &mut sink);
+        dup_findings(store, &maps, &dups, &mut sink, opts);
+        marker_findings(store, &prep, plan.as_ref(), &mut sink);
+        checkpoint_findings(store, &prep, &merged, index_stream.as_ref(), &mut sink);
+    }
+    let merged_sink = std::mem::take(&mut merged.sink);
+    sink.absorb(merged_sink);
+
+    // Consume queues.
+    let mut cq_units = 0u64;
+    let mut queues_checked = 0u64;
+    if want_cq {
+        let cctx = CqCtx {
+            store,
+            opts,
+            maps: &maps,
+            data_end: merged.data_end,
+            cl_min: store.commitlog.min_offset(),
+            plan: plan.as_ref(),
+        };
+        let list: Vec<&ConsumeQueue> = store
+            .queues
+            .values()
+            .filter(|q| opts.in_topic(&q.topic))
+            .collect();
+        let n = list.len() as u64;
+        let done = AtomicU64::new(0);
+        use rayon::prelude::*;
+        let results: Vec<(usize, Result<CqResult>)> = list
+            .par_iter()
+            .enumerate()
+            .map(|(i, cq)| {
+                let r = check_queue(
+                    &cctx,
+                    cq,
+                    merged.queues.get(&(cq.topic.clone(), cq.queue_id)),
+                );
+                let d = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if let Some(p) = progress {
+                    p(Phase::ConsumeQueues, d, n);
+                }
+                (i, r)
+            })
+            .collect();
+        let mut seen_queues = std::collections::HashSet::new();
+        for (i, r) in results {
+            let Some(cq) = list.get(i) else { continue };
+            let r = r?;
+            queues_checked += 1;
+            cq_units += r.units;
+            let key = (cq.topic.clone(), cq.queue_id);
+            seen_queues.insert(key.clone());
+            let run = merged.queues.get(&key);
+            missing_findings(cq, run, &r, redispatch_from, opts, &mut sink);
+            for f in r.findings {
+                sink.push(f);
+            }
+        }
+        // Queues with records but no consume queue folder at all.
+        let mut orphan: Vec<(&(String, i32), &QueueRun)> = merged
+            .queues
+            .iter()
+            .filter(|(k, _)| !seen_queues.contains(*k))
+            .collect();
+        orphan.sort_by(|a, b| a.0.cmp(b.0));
+        for ((t, q), run) in orphan {
+            let dir = store
+                .root
+                .join(paths::CONSUMEQUEUE)
+                .join(t)
+                .join(q.to_string());
+            let cq = ConsumeQueue {
+                topic: t.clone(),
+                queue_id: *q,
+                dir,
+                files: Vec::new(),
+                foreign: Vec::new(),
+                file_size: store.geometry.cq_file_size(),
+            };
+            missing_findings(
+                &cq,
+                Some(run),
+                &CqResult::default(),
+                redispatch_from,
+                opts,
+                &mut sink,
+            );
+        }
+    }
+
+    // Index files: structure and headers.
+    let mut index_files = 0u64;
+    if want_ix {
+        index_files = store.index_files.len() as u64;
+        index_findings(store, index_stream.as_ref(), &merged, structure, &mut sink);
+    }
+
+    if want_conf {
+        if let Some(p) = progress {
+            p(Phase::Config, 0, 1);
+        }
+        config_findings(store, opts, &mut sink);
+    }
+
+    let mut findings = std::mem::take(&mut sink.list);
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| a.file.cmp(&b.file))
+            .then_with(|| a.offset.cmp(&b.offset))
+    });
+    let mut counts = sink.dropped;
+    for f in &findings {
+        counts[sev_index(f.severity)] += 1;
+    }
+    let not_listed = sink.dropped.iter().sum();
+    let healthy = counts[2] == 0 && !(opts.strict && counts[1] > 0);
+    let parts = Part::ALL
+        .iter()
+        .filter(|p| opts.wants(**p))
+        .map(|p| p.name())
+        .collect();
+    let summary = Summary {
+        errors: counts[2],
+        warnings: counts[1],
+        infos: counts[0],
+        messages: merged.records,
+        bytes: merged.bytes,
+        commitlog_files: segs.len() as u64,
+        consume_queues: queues_checked,
+        cq_units,
+        index_files,
+        index_entries_checked: merged.idx.checked,
+        duplicate_uniq_keys: dups.found,
+        findings_not_listed: not_listed,
+        healthy,
+        strict: opts.strict,
+        crc_checked: opts.check_crc,
+        parts,
+        topic: opts.topic.clone(),
+        sample: opts.sample.max(1),
+        store_version: format!(
+            "{}{}",
+            prep.version.version,
+            if prep.version.from_evidence {
+                ""
+            } else {
+                " (assumed)"
+            }
+        ),
+        clean_shutdown: !store.abort.present,
+        recovery_mode: plan.as_ref().map(|p| p.mode),
+        recovery_cut: plan.as_ref().and_then(|p| p.cut.as_ref()).map(|c| c.offset),
+        recovery_drops_messages: plan.as_ref().map_or(0, |p| p.messages_dropped()),
+        duplicate_window: format!(
+            "every repeat of a UNIQ_KEY within {DUP_WINDOW} keyed records of its first copy is \
+             found (re-puts by the broker excluded){}",
+            if dups.forgotten > 0 {
+                format!("; {} older keys were forgotten", dups.forgotten)
+            } else {
+                String::new()
+            }
+        ),
+    };
+    Ok(Report {
+        findings,
+        summary,
+        recovery: plan,
+    })
+}
+
+/// `NoBlank` problems for files whose data ends without a blank record while a later file holds
+/// data (pre-allocated, all-zero later files are what the broker leaves after a crash).
+fn mark_blanks_in_place(walks: &mut [Option<FileWalk>]) {
+    let has_data = |w: &Option<FileWalk>| {
+        w.as_ref()
+            .is_some_and(|w| w.records + w.after_records > 0 || !w.problems.is_empty())
+    };
+    let n = walks.len();
+    for i in 0..n {
+        let later_data = walks.iter().skip(i + 1).any(has_data);
+        if let Some(Some(w)) = walks.get_mut(i) {
+            if later_data && w.stop != StopReason::Blank && !w.stop.is_damage() {
+                let pos = w.stop_pos;
+                if !w
+                    .problems
+                    .iter()
+                    .any(|p| matches!(p, WalkProblem::NoBlank { .. }))
+                {
+                    w.problems.push(WalkProblem::NoBlank { pos });
+                }
+            }
+        }
+    }
+}
+
+fn layout_findings(store: &Store, file_size: u64, prep: &Prepared, sink: &mut Sink) {
+    use crate::format::commitlog::read::LayoutIssue;
+    let refuse = "MappedFileQueue.load fails: the broker does not start";
+    for issue in store.commitlog.layout_issues(file_size) {
+        match issue {
+            LayoutIssue::Foreign { path } => sink.push(
+                Finding::new(
+                    "commitlog.foreign_file",
+                    &path,
+                    0,
+                    "a file in commitlog/ whose name is not a 20-digit offset".to_string(),
+                )
+                .with_action(refuse),
+            ),
+            LayoutIssue::OddSize {
+                path,
+                len,
+                expected,
+            } => {
+                let last_empty = prep.version.version == recovery::BrokerVersion::V5
+                    && len == 0
+                    && store
+                        .commitlog
+                        .segments
+                        .last()
+                        .is_some_and(|s| s.path == path);
+                sink.push(
+                    Finding::new(
+                        "commitlog.file_size",
+                        &path,
+                        len.min(expected),
+                        format!("commitlog file is {len} bytes, expected {expected}"),
+                    )
+                    .with_action(if last_empty {
+                        "5.x deletes an empty last file before loading"
+                    } else {
+                        refuse
+                    }),
+                );
+            }
+            LayoutIssue::Gap { from, to } => {
+                let path = store
+                    .commitlog
+                    .segments
+                    .iter()
+                    .find(|s| s.start == to)
+                    .map_or_else(|| store.commitlog.dir.clone(), |s| s.path.clone());
+                sink.push(
+                    Finding::new(
+                        "commitlog.gap",
+                        &path,
+                        0,
+                        format!("no commitlog file holds offsets {from}..{to}"),
+                    )
+                    .with_action("checkSelf only logs it; messages in the gap are lost"),
+                );
+            }
+            LayoutIssue::Overlap { first, second } => sink.push(Finding::new(
+                "commitlog.overlap",
+                &second,
+                0,
+                format!("starts before {} ends", first.display()),
+            )),
+        }
+    }
+    if file_size > 0 {
+        for s in &store.commitlog.segments {
+            if s.start % file_size != 0 {
+                sink.push(Finding::new(
+                    "commitlog.misnamed",
+                    &s.path,
+                    0,
+                    format!(
+                        "start offset {} is not a multiple of the file size {file_size}",
+                        s.start
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn open_index(store: &Store, report: bool, sink: &mut Sink) -> Option<IndexStream> {
+    let g = &store.geometry;
+    let geometry = IndexGeometry::new(g.index_slots.value, g.index_entries.value);
+    let dir = store.root.join(paths::INDEX);
+    if geometry.validate().is_err() {
+        if report {
+            sink.push(Finding::new(
+                "index.geometry",
+                &dir,
+                0,
+                format!("index geometry {geometry} is not possible; index entries not checked"),
+            ));
+        }
+        return None;
+    }
+    let mut files = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut mismatched = 0usize;
+    for p in &store.index_files {
+        match IndexFile::open(p, geometry) {
+            Ok(f) => {
+                let used = (f.header().effective_index_count().max(1) as u32).min(geometry.entries);
+                files.push(IdxFile {
+                    path: p.clone(),
+                    file: f,
+                    used,
+                });
+            }
+            Err(e) => {
+                mismatched += 1;
+                if let Ok(m) = Mapped::open(p) {
+                    if let Ok(h) = IndexHeader::from_bytes(&m) {
+                        unreadable.push((h.begin_phy_offset, h.end_phy_offset));
+                    }
+                }
+                if report {
+                    sink.push(
+                        Finding::new(
+                            "index.bad_file",
+                            p,
+                            0,
+                            format!("does not open as an index file of {geometry}: {e}"),
+                        )
+                        .with_action("IndexService.load maps it with the configured size anyway; lookups in it read garbage"),
+                    );
+                }
+            }
+        }
+    }
+    if mismatched > 0 && matches!(g.index_slots.source, Source::Default) && report {
+        sink.push(Finding::new(
+            "index.geometry",
+            &dir,
+            0,
+            format!(
+                "{mismatched} index files do not match the default geometry {geometry}; pass \
+                 --index-slots/--index-entries or --broker-conf"
+            ),
+        ));
+    }
+    let mut first_offset = None;
+    let mut coverage_end = None;
+    for f in &files {
+        if f.used > 1 {
+            if let Ok(e) = f.file.entry(1) {
+                first_offset =
+                    Some(first_offset.map_or(e.phy_offset, |o: i64| o.min(e.phy_offset)));
+            }
+            if let Ok(e) = f.file.entry(f.used - 1) {
+                coverage_end =
+                    Some(coverage_end.map_or(e.phy_offset, |o: i64| o.max(e.phy_offset)));
+            }
+        }
+    }
+    Some(IndexStream {
+        files,
+        geometry,
+        unreadable,
+        coverage_end,
+        first_offset,
+    })
+}
+
+/// The broker's action for a commitlog problem at `pos` of file `i`.
+fn commitlog_action(
+    store: &Store,
+    plan: Option<&RecoveryPlan>,
+    i: usize,
+    pos: u64,
+    on_chain: bool,
+    at_record: bool,
+) -> Option<String> {
+    let plan = plan?;
+    let seg = store.commitlog.segments.get(i)?;
+    let abs = seg.start.saturating_add(pos);
+    let start = plan.start_file.as_ref()?;
+    let mode = match plan.mode {
+        RecoveryMode::Normal => "normal",
+        RecoveryMode::Abnormal => "abnormal",
+    };
+    if seg.start < start.start {
+        return Some(format!(
+            "outside the {mode} recovery scan (it starts at {}): the broker keeps this file as it \
+             is and serves its records without checking them",
+            start.path.display()
+        ));
+    }
+    let cut = plan.cut.as_ref()?;
+    if on_chain && abs == cut.offset {
+        let mut s = format!(
+            "{mode} recovery truncates the commitlog here (offset {abs}): {}{} later messages ({} bytes) would be dropped",
+            if at_record { "this record and " } else { "" },
+            cut.messages_dropped, cut.bytes_dropped
+        );
+        if !plan.deleted_files.is_empty() {
+            s.push_str(&format!(
+                ", {} later files deleted",
+                plan.deleted_files.len()
+            ));
+        }
+        if !plan.queue_truncations.is_empty() {
+            let units: u64 = plan.queue_truncations.iter().map(|q| q.units).sum();
+            s.push_str(&format!(", {units} consume queue units dropped"));
+        }
+        return Some(s);
+    }
+    if abs > cut.offset {
+        return Some(format!(
+            "after the recovery cut at offset {}: dropped with everything after it",
+            cut.offset
+        ));
+    }
+    Some("the recovery scan passes over it".to_string())
+}
+
+fn walk_findings(
+    store: &Store,
+    walks: &[Option<FileWalk>],
+    plan: Option<&RecoveryPlan>,
+    opts: &VerifyOptions,
+    sink: &mut Sink,
+) {
+    for (i, w) in walks.iter().enumerate() {
+        let Some(w) = w else { continue };
+        let path = &w.path;
+        for p in &w.problems {
+            let pos = p.pos();
+            let abs = w.start.saturating_add(pos);
+            let no_blank = matches!(p, WalkProblem::NoBlank { .. });
+            let first_stop = pos == w.stop_pos && (w.stop.is_damage() || no_blank);
+            let at_record = !no_blank && !matches!(p, WalkProblem::ZeroHole { .. });
+            let action = commitlog_action(store, plan, i, pos, first_stop, at_record);
+            let f = match p {
+                WalkProblem::BadRecord { detail, .. } => Finding::new(
+                    "commitlog.bad_record",
+                    path,
+                    pos,
+                    format!("record at commitlog offset {abs} does not parse: {detail}"),
+                ),
+                WalkProblem::BadDelay { value, .. } => Finding::new(
+                    "commitlog.bad_delay",
+                    path,
+                    pos,
+                    format!(
+                        "{SCHEDULE_TOPIC} record at commitlog offset {abs} has DELAY {value:?}; Java rejects the record"
+                    ),
+                ),
+                WalkProblem::CrcMismatch {
+                    stored, computed, ..
+                } => Finding::new(
+                    "commitlog.crc_mismatch",
+                    path,
+                    pos,
+                    format!(
+                        "record at commitlog offset {abs}: BODYCRC is {stored} but the body's CRC (masked to 31 bits) is {computed}"
+                    ),
+                ),
+                WalkProblem::ZeroHole { len, .. } => Finding::new(
+                    "commitlog.hole",
+                    path,
+                    pos,
+                    format!(
+                        "{len} zero bytes at commitlog offset {abs} where a record should start; records follow"
+                    ),
+                ),
+                WalkProblem::BlankSize {
+                    found, expected, ..
+                } => Finding::new(
+                    "commitlog.blank_size",
+                    path,
+                    pos,
+                    format!("blank record says {found} bytes left, the file has {expected}"),
+                ),
+                WalkProblem::DirtyTail { end, stale, .. } => {
+                    if opts.strict && *stale > 0 {
+                        sink.push(
+                            Finding::new(
+                                "commitlog.stale_records",
+                                path,
+                                pos,
+                                format!(
+                                    "{stale} records older than the end of the data lie after it (left behind by an earlier truncation)"
+                                ),
+                            )
+                            .with_action(
+                                "never read; if new data ever ends exactly at one of them, a later recovery would take them for live records",
+                            ),
+                        );
+                    }
+                    Finding::new(
+                        "commitlog.dirty_tail",
+                        path,
+                        pos,
+                        format!(
+                            "{} bytes after the end of the data are not zero (up to position {end})",
+                            end.saturating_sub(pos)
+                        ),
+                    )
+                }
+                WalkProblem::NoBlank { .. } => Finding::new(
+                    "commitlog.no_blank",
+                    path,
+                    pos,
+                    format!(
+                        "the data ends at commitlog offset {abs} without a blank record, but a later file exists"
+                    ),
+                ),
+            };
+            let f = match (p, action) {
+                (WalkProblem::DirtyTail { .. }, _) => {
+                    f.with_action("recovery ends the data before it; new messages overwrite it")
+                }
+                (WalkProblem::BlankSize { .. }, _) => f.with_action(
+                    "the broker does not check a blank's size; it moves to the next file",
+                ),
+                (_, Some(a)) => f.with_action(a),
+                (_, None) => f,
+            };
+            sink.push(f);
+        }
+        if w.problems_not_listed > 0 {
+            sink.push(Finding::new(
+                "commitlog.bad_record",
+                path,
+                w.stop_pos,
+                format!(
+                    "{} more problems in this file not listed",
+                    w.problems_not_listed
+                ),
+            ));
+        }
+    }
+}
+
+fn dup_findings(
+    store: &Store,
+    maps: &[Option<Mapped>],
+    dups: &DupWindow,
+    sink: &mut Sink,
+    opts: &VerifyOptions,
+) {
+    let cctx = CqCtx {
+        store,
+        opts,
+        maps,
+        data_end: u64::MAX,
+        cl_min: 0,
+        plan: None,
+    };
+    let uniq = |off: u64| -> Option<String> {
+        record_at(&cctx, off)
+            .ok()
+            .and_then(|m| m.property(prop::UNIQ_KEY).map(|u| u.into_owned()))
+    };
+    for &(first, dup) in &dups.pairs {
+        let (Some(a), Some(b)) = (uniq(first), uniq(dup)) else {
+            continue;
+        };
+        if a != b {
+            continue;
+        }
+        if let Some(seg) = store.commitlog.segment_for(dup) {
+            sink.push(Finding::new(
+                "commitlog.duplicate_uniq_key",
+                &seg.path,
+                dup - seg.start,
+                format!(
+                    "UNIQ_KEY {b} at commitlog offset {dup} is also stored at offset {first} \
+                     (a producer retry, or a message sent again after a failover or recovery)"
+                ),
+            ));
+        }
+    }
+}
+
+fn marker_findings(store: &Store, prep: &Prepared, plan: Option<&RecoveryPlan>, sink: &mut Sink) {
+    let live = match super::safedir::liveness(&store.root) {
+        Ok(super::safedir::Liveness::LockHeld { pid }) => {
+            Some(format!("process {pid} holds the lock file"))
+        }
+        Ok(super::safedir::Liveness::AbortPidAlive { pid }) => {
+            Some(format!("process {pid} named in abort is running"))
+        }
+        _ => None,
+    };
+    if let Some(who) = live {
+        sink.push(Finding::new(
+            "store.live",
+            &store.root.join(paths::LOCK),
+            0,
+            format!(
+                "{who}: a broker seems to be writing this store; verify only reads, but the tail \
+                 may move while it is read (findings at the end of the data may be transient)"
+            ),
+        ));
+    }
+    if !store.abort.present {
+        return;
+    }
+    let path = store.root.join(paths::ABORT);
+    let action = plan.map(|p| {
+        let mut s = format!(
+            "abnormal recovery: scan from {}",
+            p.start_file
+                .as_ref()
+                .map_or_else(|| "nothing".to_string(), |f| f.path.display().to_string())
+        );
+        if let Some(c) = &p.cut {
+            s.push_str(&format!(
+                ", cut at offset {} ({} messages dropped)",
+                c.offset, c.messages_dropped
+            ));
+        }
+        if !p.index_files_deleted.is_empty() {
+            s.push_str(&format!(
+                ", delete {} index files",
+                p.index_files_deleted.len()
+            ));
+        }
+        if p.redispatched_messages > 0 {
+            s.push_str(&format!(
+                ", dispatch {} messages again",
+                p.redispatched_messages
+            ));
+        }
+        s
+    });
+    let mut f = Finding::new(
+        "store.abort_present",
+        &path,
+        0,
+        format!(
+            "the abort file exists{}: the last shutdown was unclean, or a broker is running now \
+             (then the tail may move while this runs)",
+            store
+                .abort
+                .pid
+                .map(|p| format!(" (pid {p})"))
+                .unwrap_or_default()
+        ),
+    );
+    if let Some(a) = action {
+        f = f.with_action(a);
+    }
+    sink.push(f);
+    for d in &prep.index_files_deleted {
+        let lost = plan.map_or(0, |p| p.index_records_lost);
+        sink.push(
+            Finding::new(
+                "index.dropped_on_restart",
+                &d.path,
+                0,
+                format!(
+                    "endTimestamp {} is after the checkpoint's indexMsgTimestamp: an unclean start deletes this file ({} entries)",
+                    d.end_timestamp, d.entries
+                ),
+            )
+            .with_action(format!(
+                "deleted on the next start; records from the recovery scan on are indexed again{}",
+                if lost > 0 {
+                    format!(", {lost} earlier records lose their index entries")
+                } else {
+                    String::new()
+                }
+            )),
+        );
+    }
+}
+
+fn checkpoint_findings(
+    store: &Store,
+    prep: &Prepared,
+    merged: &Merged,
+    ix: Option<&IndexStream>,
+    sink: &mut Sink,
+) {
+    let path = store.checkpoint_path();
+    if let Some(e) = &prep.checkpoint_error {
+        sink.push(
+            Finding::new("checkpoint.bad_file", &path, 0, e.clone())
+                .with_action("StoreCheckpoint maps it anyway; times read as garbage or 0"),
+        );
+        return;
+    }
+    let Some(c): Option<Checkpoint> = prep.checkpoint else {
+        if !store.commitlog.segments.is_empty() {
+            sink.push(
+                Finding::new(
+                    "checkpoint.missing",
+                    &path,
+                    0,
+                    "no checkpoint file".to_string(),
+                )
+                .with_action("the broker starts with all checkpoint times 0"),
+            );
+        }
+        return;
+    };
+    let max = merged.max_store_ts;
+    if merged.records > 0 {
+        for (name, v, off) in [
+            ("physicMsgTimestamp", c.physic_msg_timestamp, 0u64),
+            ("logicsMsgTimestamp", c.logics_msg_timestamp, 8),
+        ] {
+            if v > max {
+                sink.push(
+                    Finding::new(
+                        "checkpoint.ahead",
+                        &path,
+                        off,
+                        format!(
+                            "{name} {v} is later than the newest record's store time {max}: the log lost its tail after the checkpoint was written"
+                        ),
+                    )
+                    .with_action("abnormal recovery may start its scan too late to rebuild what the queues lost"),
+                );
+            }
+        }
+    }
+    if let Some(ix) = ix {
+        let full_end = ix
+            .files
+            .iter()
+            .filter(|f| f.used >= ix.geometry.entries)
+            .map(|f| f.file.header().end_timestamp)
+            .max();
+        let bad = match full_end {
+            Some(e) => c.index_msg_timestamp > e,
+            None => false,
+        };
+        if bad {
+            sink.push(Finding::new(
+                "checkpoint.ahead",
+                &path,
+                16,
+                format!(
+                    "indexMsgTimestamp {} is later than the endTimestamp of the newest full index file",
+                    c.index_msg_timestamp
+                ),
+            ));
+        }
+    }
+    if c.confirm_phy_offset > 0 && merged.records > 0 {
+        let o = c.confirm_phy_offset as u64;
+        let boundary = o == merged.data_end || {
+            store.commitlog.segment_for(o).is_some_and(|s| {
+                Mapped::open(&s.path).is_ok_and(|m| {
+                    matches!(
+                        parse_record(&m, (o - s.start) as usize, s.start, false),
+                        Ok(Record::Message(_))
+                    )
+                })
+            })
+        };
+        if o > merged.data_end {
+            sink.push(Finding::new(
+                "checkpoint.ahead",
+                &path,
+                32,
+                format!(
+                    "confirmPhyOffset {o} is past the commitlog's end of data {}",
+                    merged.data_end
+                ),
+            ));
+        } else if !boundary {
+            sink.push(Finding::new(
+                "checkpoint.confirm_offset",
+                &path,
+                32,
+                format!("confirmPhyOffset {o} is not on a record boundary"),
+            ));
+        }
+    }
+}
+
+fn missing_findings(
+    cq: &ConsumeQueue,
+    run: Option<&QueueRun>,
+    r: &CqResult,
+    redispatch_from: u64,
+    opts: &VerifyOptions,
+    sink: &mut Sink,
+) {
+    let Some(run) = run else { return };
+    let name = format!("{}/{}", cq.topic, cq.queue_id);
+    let cq_end = run.cq_end;
+    let below = run.count - run.beyond;
+    let matched = run.matched + r.matched;
+    if opts.sample.max(1) == 1 && below > matched {
+        let missing = below - matched;
+        let lo = run.first_q.max(0) as u64;
+        let hi = (run.next_q.max(0) as u64).min(cq_end);
+        let first = if run.ranges_overflow || r.ranges_overflow {
+            None
+        } else {
+            let mut all = run.ranges.clone();
+            all.extend_from_slice(&r.ranges);
+            first_unmatched(&normalized(all), lo, hi)
+        };
+        let (path, pos) = unit_location(cq, first.unwrap_or(lo));
+        sink.push(
+            Finding::new(
+                "consumequeue.missing_unit",
+                &path,
+                pos,
+                format!(
+                    "{name}: {missing} records below the queue's end ({cq_end}) have no unit pointing at them{}",
+                    first
+                        .map(|q| format!("; the first at queue offset {q}"))
+                        .unwrap_or_default()
+                ),
+            )
+            .with_action(format!(
+                "never dispatched again: the broker re-dispatches only from offset {redispatch_from}; \
+                 consumers of {name} cannot read these messages"
+            )),
+        );
+    }
+    if run.beyond > 0 {
+        let (first_pos, first_q) = run.first_beyond.unwrap_or((0, 0));
+        let (path, pos) = unit_location(cq, first_q.max(0) as u64);
+        let lag = first_pos >= redispatch_from;
+        let msg = format!(
+            "{name}: {} records (queue offsets {first_q}.., from commitlog offset {first_pos}) are past the queue's end {cq_end}",
+            run.beyond
+        );
+        if lag {
+            sink.push(
+                Finding::new("consumequeue.lag", &path, pos, msg)
+                    .with_action("dispatch lag: the broker dispatches them on its next start"),
+            );
+        } else {
+            sink.push(
+                Finding::new("consumequeue.missing_unit", &path, pos, msg).with_action(format!(
+                    "never dispatched again: the broker re-dispatches only from offset \
+                     {redispatch_from}"
+                )),
+            );
+        }
+    }
+}
+
+/// The structure of one index file (`check_file`: header, slots, chains, zeros).
+fn index_file_findings(ix: &IndexStream, f: &IdxFile) -> Vec<Finding> {
+    check_file(f.file.bytes(), ix.geometry)
+        .into_iter()
+        .map(|p| {
+            let code = if p.offset < 40 {
+                "index.header_mismatch"
+            } else {
+                "index.bad_chain"
+            };
+            Finding::new(code, &f.path, p.offset, p.what)
+                .with_action("the broker trusts the file: lookups through this part miss or loop")
+        })
+        .collect()
+}
+
+fn index_findings(
+    store: &Store,
+    ix: Option<&IndexStream>,
+    merged: &Merged,
+    structure: Vec<Vec<Finding>>,
+    sink: &mut Sink,
+) {
+    let dir = store.root.join(paths::INDEX);
+    let Some(ix) = ix else {
+        if store.index_files.is_empty() && merged.idx.lag > 0 {
+            sink.push(
+                Finding::new(
+                    "index.missing_key",
+                    &dir,
+                    0,
+                    format!(
+                        "there are no index files, but {} record keys should be indexed (messageIndexEnable=false?)",
+                        merged.idx.lag
+                    ),
+                )
+                .with_severity(Severity::Info),
+            );
+        }
+        return;
+    };
+    for v in structure {
+        for f in v {
+            sink.push(f);
+        }
+    }
+    let names: Vec<(String, IndexHeader)> = ix
+        .files
+        .iter()
+        .map(|f| {
+            (
+                f.path
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                *f.file.header(),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, IndexHeader)> = names.iter().map(|(n, h)| (n.as_str(), *h)).collect();
+    for p in check_sequence(&refs) {
+        let file = ix
+            .files
+            .iter()
+            .find(|f| {
+                f.path
+                    .file_name()
+                    .is_some_and(|n| p.what.starts_with(&*n.to_string_lossy()))
+            })
+            .map_or(dir.clone(), |f| f.path.clone());
+        sink.push(Finding::new(
+            "index.header_mismatch",
+            &file,
+            p.offset,
+            p.what,
+        ));
+    }
+    // Entries outside the commitlog: below its first offset (expired) or past its data.
+    let cl_min = store.commitlog.min_offset() as i64;
+    let end = merged.data_end as i64;
+    let last_seg_end = store
+        .commitlog
+        .segments
+        .last()
+        .map_or(0, |s| s.start.saturating_add(s.len)) as i64;
+    for f in &ix.files {
+        let mut stale = 0u64;
+        let mut past: Option<(u32, i64)> = None;
+        let mut past_n = 0u64;
+        for n in 1..f.used {
+            let Ok(e) = f.file.entry(n) else { break };
+            if e.phy_offset < cl_min {
+                stale += 1;
+            } else if e.phy_offset >= last_seg_end.max(end) {
+                past_n += 1;
+                past.get_or_insert((n, e.phy_offset));
+            }
+        }
+        if stale > 0 {
+            sink.push(Finding::new(
+                "index.stale_entry",
+                &f.path,
+                0,
+                format!("{stale} entries point below the commitlog's first offset {cl_min} (expired data)"),
+            ));
+        }
+        if let Some((n, o)) = past {
+            sink.push(
+                Finding::new(
+                    "index.dangling_entry",
+                    &f.path,
+                    ix.geometry.entry_pos(n),
+                    format!("{past_n} entries from entry {n} point past the commitlog's end of data (first: offset {o})"),
+                )
+                .with_action("queries that reach them read nothing"),
+            );
+        }
+    }
+    if merged.idx.lag > 0 {
+        if let Some(first) = merged.idx.first_lag {
+            if let Some(seg) = store.commitlog.segment_for(first) {
+                sink.push(
+                    Finding::new(
+                        "index.lag",
+                        &seg.path,
+                        first - seg.start,
+                        format!(
+                            "{} record keys from commitlog offset {first} on are not indexed yet (the index ends at offset {})",
+                            merged.idx.lag,
+                            ix.coverage_end.unwrap_or(0)
+                        ),
+                    )
+                    .with_action("dispatch lag: the broker indexes them when it dispatches them again on its next start"),
+                );
+            }
+        }
+    }
+}
+
+/// Byte offset of a parse error in a config file, 0 when it parses or cannot be read.
+fn parse_error_offset<T: ConfigFile>(path: &Path) -> u64 {
+    match std::fs::read(path) {
+        Ok(b) => T::from_bytes(&b).err().map_or(0, |e| e.offset),
+        Err(_) => 0,
+    }
+}
+
+fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Option<T> {
+    let main = store.config_dir().join(name);
+    let bak = crate::format::config::with_suffix(&main, ".bak");
+    match load_file::<T>(&main) {
+        Ok(l) => {
+            match &l.source {
+                ConfigSource::Main => {
+                    if let Ok(b) = std::fs::read(&bak) {
+                        if !b.iter().all(|c| c.is_ascii_whitespace()) {
+                            if let Err(e) = T::from_bytes(&b) {
+                                sink.push(
+                                    Finding::new(
+                                        "config.bad_backup",
+                                        &bak,
+                                        e.offset,
+                                        format!("{name}.bak does not parse: {}", e.kind),
+                                    )
+                                    .with_action(format!(
+                                        "harmless while {name} parses; the broker writes a new .bak on its next persist"
+                                    )),
+                                );
+                            }
+                        }
+                    }
+                }
+                ConfigSource::Backup { reason } => sink.push(
+                    Finding::new(
+                        "config.from_backup",
+                        &main,
+                        parse_error_offset::<T>(&main),
+                        format!("{name} is {reason}; its .bak parses"),
+                    )
+                    .with_action(format!(
+                        "the broker silently loads {name}.bak (the previous generation) and \
+                         overwrites {name} on its next persist"
+                    )),
+                ),
+                ConfigSource::Missing => {}
+                ConfigSource::Empty { reason } => sink.push(
+                    Finding::new(
+                        "config.unparsable",
+                        &main,
+                        parse_error_offset::<T>(&main),
+                        format!("no usable content: {reason}"),
+                    )
+                    .with_action("the broker starts with an empty table (its contents are lost)"),
+                ),
+            }
+            Some(l.value)
+        }
+        Err(e) => {
+            sink.push(
+                Finding::new(
+                    "config.unparsable",
+                    &main,
+                    parse_error_offset::<T>(&main),
+                    e.to_string(),
+                )
+                .with_action("ConfigManager.load fails: the broker does not start"),
+            );
+            None
+        }
+    }
+}
+
+/// Byte offset of the first occurrence of `needle` in a file, 0 when absent.
+fn text_offset(path: &Path, needle: &str) -> u64 {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| {
+            b.windows(needle.len().max(1))
+                .position(|w| w == needle.as_bytes())
+        })
+        .map_or(0, |p| p as u64)
+}
+
+fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Sink) {
+    use crate::format::config::{
+        CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, SUBSCRIPTION_GROUP_FILE, TOPICS_FILE,
+    };
+    let cl_min = store.commitlog.min_offset();
+    let bounds = |topic: &str, q: i32| -> (u64, u64) {
+        match store.queue(topic, q) {
+            Some(cq) => (
+                cq.min_offset(cl_min).unwrap_or(0),
+                cq.max_offset().unwrap_or(0),
+            ),
+            None => (0, 0),
+        }
+    };
+    let co_path = store.config_dir().join(CONSUMER_OFFSET_FILE);
+    if let Some(co) = load_checked::<ConsumerOffsets>(store, CONSUMER_OFFSET_FILE, sink) {
+        for (topic, group, queues) in co.iter() {
+            if !opts.in_topic(topic) {
+                continue;
+            }
+            let at = text_offset(&co_path, &format!("\"{topic}@{group}\""));
+            for &(qid, off) in queues {
+                let (min, max) = bounds(topic, qid);
+                if off > max as i64 {
+                    sink.push(
+                        Finding::new(
+                            "config.offset_above_max",
+                            &co_path,
+                            at,
+                            format!(
+                                "group {group} on {topic}/{qid} is at offset {off}, above the queue's max offset {max}"
+                            ),
+                        )
+                        .with_action(format!(
+                            "pulls from it answer OFFSET_OVERFLOW_BADLY; the consumer is moved back to {max}"
+                        )),
+                    );
+                } else if off >= 0 && (off as u64) < min {
+                    sink.push(
+                        Finding::new(
+                            "config.offset_below_min",
+                            &co_path,
+                            at,
+                            format!(
+                                "group {group} on {topic}/{qid} is at offset {off}, below the queue's min offset {min}"
+                            ),
+                        )
+                        .with_action(format!("messages {off}..{min} expired; pulls are moved to {min}")),
+                    );
+                }
+            }
+        }
+    }
+    let d_path = store.config_dir().join(DELAY_OFFSET_FILE);
+    if opts.in_topic(SCHEDULE_TOPIC) {
+        if let Some(d) = load_checked::<DelayOffsets>(store, DELAY_OFFSET_FILE, sink) {
+            let max_level = store.geometry.max_delay_level();
+            for (level, off) in d.iter() {
+                let at = text_offset(&d_path, &format!("{level}:"));
+                if level < 1 || level > max_level {
+                    sink.push(Finding::new(
+                        "config.delay_offset",
+                        &d_path,
+                        at,
+                        format!("delay level {level} is outside 1..={max_level}"),
+                    ));
+                    continue;
+                }
+                let (min, max) = bounds(SCHEDULE_TOPIC, level - 1);
+                if off < min as i64 || off > max as i64 {
+                    sink.push(
+                        Finding::new(
+                            "config.delay_offset",
+                            &d_path,
+                            at,
+                            format!(
+                                "delay level {level} is at offset {off}, outside {SCHEDULE_TOPIC} queue {}'s {min}..={max}",
+                                level - 1
+                            ),
+                        )
+                        .with_action("the broker clamps it on load (correctDelayOffset)"),
+                    );
+                }
+            }
+        }
+    }
+    let t_path = store.config_dir().join(TOPICS_FILE);
+    let topics_present =
+        t_path.exists() || crate::format::config::with_suffix(&t_path, ".bak").exists();
+    if let Some(t) = load_checked::<TopicConfigs>(store, TOPICS_FILE, sink) {
+        if topics_present {
+            for ((topic, qid), cq) in &store.queues {
+                // System topics (retry, DLQ, transactions, schedule) are created on the fly and
+                // not always persisted.
+                if !opts.in_topic(topic) || super::dispatch::is_system_topic(topic) {
+                    continue;
+                }
+                match t.get(topic) {
+                    None => sink.push(Finding::new(
+                        "config.unknown_topic",
+                        &cq.dir,
+                        0,
+                        format!("topic {topic} has a consume queue but is not in topics.json"),
+                    )),
+                    Some(c) if *qid >= c.read_queue_nums.max(c.write_queue_nums) => {
+                        sink.push(Finding::new(
+                            "config.unknown_topic",
+                            &cq.dir,
+                            0,
+                            format!(
+                                "queue {qid} of {topic} is beyond its {} read / {} write queues in topics.json",
+                                c.read_queue_nums, c.write_queue_nums
+                            ),
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    let _ = load_checked::<SubscriptionGroups>(store, SUBSCRIPTION_GROUP_FILE, sink);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::dispatch::dispatch;
+    use crate::format::commitlog::RecordIter;
+    use crate::format::geometry::GeometryInputs;
+    use crate::format::indexfile::key_hash;
+
+    fn fixture(name: &str) -> Store {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(name);
+        Store::open(&root, &GeometryInputs::default()).unwrap()
+    }
+
+    #[test]
+    fn fast_index_keys_agree_with_dispatch() {
+        for name in ["store-4.9", "store-5x"] {
+            let store = fixture(name);
+            for seg in &store.commitlog.segments {
+                let map = Mapped::open(&seg.path).unwrap();
+                for m in RecordIter::new(&map, &seg.path, seg.start, true) {
+                    let m = m.unwrap();
+                    let d = dispatch(&m, &store.geometry).unwrap();
+                    let p = Props::of(&m);
+                    let mut keys = Vec::new();
+                    expected_index_keys(&m, &p, &mut keys);
+                    let want: Vec<i32> = d
+                        .index_keys
+                        .iter()
+                        .map(|k| {
+                            let (t, key) = k.split_once('#').unwrap();
+                            key_hash(t, key)
+                        })
+                        .collect();
+                    let got: Vec<i32> = keys.clone();
+                    assert_eq!(got, want, "{name} @{}", m.position);
+                    assert_eq!(
+                        fast_tags_code(&m, &p, &store.geometry),
+                        record_tags_code(&m, &store.geometry).ok(),
+                        "{name} @{}",
+                        m.position
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_property_scan_and_hash_agree_with_the_reference() {
+        let mut x: u64 = 0x1234_5678;
+        let mut next = || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) as u32
+        };
+        for _ in 0..3000 {
+            let len = (next() % 64) as usize;
+            let alphabet = [1u8, 2, b'a', b'K', b'=', 0xC3, 0xA9, b' '];
+            let b: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u32) as usize])
+                .collect();
+            let mut got = Vec::new();
+            for_each_property(&b, |k, v| got.push((k.to_vec(), v.to_vec())));
+            let want: Vec<(Vec<u8>, Vec<u8>)> = crate::format::commitlog::Properties(&b)
+                .iter_raw()
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect();
+            assert_eq!(got, want, "{b:?}");
+            let s = String::from_utf8_lossy(&b);
+            assert_eq!(java_hash_bytes(7, &b), java_hash_extend(7, &s), "{b:?}");
+        }
+    }
+
+    #[test]
+    fn dup_window_finds_repeats_and_forgets_old_keys() {
+        let mut d = DupWindow::new();
+        d.add(1, 100, 10);
+        d.add(2, 200, 10);
+        d.add(1, 300, 10);
+        assert_eq!(d.found, 1);
+        assert_eq!(d.pairs, vec![(100, 300)]);
+        // an earlier copy arriving later still names the first offset
+        d.add(1, 50, 10);
+        assert_eq!(d.pairs.last(), Some(&(50, 100)));
+    }
+
+    #[test]
+    fn healthy_fixtures_have_no_errors() {
+        for name in ["store-4.9", "store-5x"] {
+            let store = fixture(name);
+            let r = verify(&store, &VerifyOptions::default(), None).unwrap();
+            let bad: Vec<_> = r
+                .findings
+                .iter()
+                .filter(|f| f.severity >= Severity::Warning)
+                .collect();
+            assert!(bad.is_empty(), "{name}: {bad:#?}");
+            assert!(r.summary.healthy);
+            assert!(r.summary.messages > 0);
+        }
+    }
+
+    #[test]
+    fn every_code_used_is_in_the_table() {
+        let src = include_str!("verify.rs");
+        let known: std::collections::HashSet<&str> = crate::format::finding::CODES
+            .iter()
+            .map(|(c, _, _)| *c)
+            .collect();
+        let mut n = 0;
+        for part in src.split('"').skip(1).step_by(2) {
+            let Some((head, tail)) = part.split_once('.') else {
+                continue;
+            };
+            let is_code = [
+                "commitlog",
+                "consumequeue",
+                "index",
+                "checkpoint",
+                "config",
+                "store",
+            ]
+            .contains(&head)
+                && !tail.is_empty()
+                && tail.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            if is_code {
+                n += 1;
+                assert!(known.contains(part), "{part} is not in CODES");
+            }
+        }
+        assert!(n > 30);
+    }
+}
