@@ -169,7 +169,7 @@ fn label(m: &ReplayMessage, msg: Option<&MessageRef<'_>>) -> String {
     format!("{}:{}:{} {id}", m.queue_topic, m.queue_id, m.queue_offset)
 }
 
-fn spawn(a: &ReplayArgs, m: &ReplayMessage) -> anyhow::Result<Running> {
+fn spawn(a: &ReplayArgs, m: &ReplayMessage, file: &std::path::Path) -> anyhow::Result<Running> {
     let msg = m.message();
     let input: Vec<u8> = match (&msg, a.body_only) {
         (Some(r), true) => r
@@ -178,7 +178,7 @@ fn spawn(a: &ReplayArgs, m: &ReplayMessage) -> anyhow::Result<Running> {
             .unwrap_or_else(|_| r.body.to_vec()),
         (Some(r), false) => {
             let j = ReplayJson {
-                message: MessageJson::new(r, std::path::Path::new(""), a.body),
+                message: MessageJson::new(r, file, a.body),
                 replay: Delivery {
                     group: a.group.clone(),
                     queue_topic: m.queue_topic.clone(),
@@ -287,6 +287,12 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     } else {
         a.topic.clone()
     };
+    if topics.is_empty() {
+        anyhow::bail!(
+            "consumer group {} has no offsets in consumerOffset.json: name its topic (--topic)",
+            a.group
+        );
+    }
     if a.overlay.is_none() {
         eprintln!("rmqstore: note: no --overlay: offsets and retries are not saved");
     }
@@ -411,10 +417,11 @@ fn drive(
             return Ok(End::Stopped);
         }
         let free = a.concurrency.saturating_sub(running.len());
-        let batch = rp.take(free)?;
+        let batch = if free > 0 { rp.take(free)? } else { Vec::new() };
         let started = batch.len();
         for m in batch {
-            match spawn(a, &m) {
+            let file = rp.engine().record_file(m.commitlog_offset);
+            match spawn(a, &m, &file) {
                 Ok(r) => running.push(r),
                 Err(e) => {
                     rp.complete(m.ticket, Outcome::Interrupted)?;

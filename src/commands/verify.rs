@@ -287,7 +287,13 @@ fn print_human(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             grouped(c),
             grouped(s.recovery_drops_messages)
         ),
-        _ => "no commitlog".to_string(),
+        _ if s.parts.contains(&"commitlog")
+            || s.parts.contains(&"consumequeue")
+            || s.parts.contains(&"index") =>
+        {
+            "no commitlog files".to_string()
+        }
+        _ => "not worked out (only config checked)".to_string(),
     };
     let rows: Vec<(&str, String)> = vec![
         (

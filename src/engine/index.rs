@@ -132,7 +132,9 @@ fn infer_one(p: &Path) -> Option<(u32, u32)> {
 /// Needs at least 16 non-empty sampled slots to say yes.
 fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
     use crate::format::bytes::i32_at;
-    let Some(count) = i32_at(b, 36) else { return false };
+    let Some(count) = i32_at(b, 36) else {
+        return false;
+    };
     if count <= 1 || count as u64 > g.entries as u64 {
         return false;
     }
@@ -140,7 +142,9 @@ fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
     let step = (slots / 1024).max(1);
     let mut seen = 0;
     for i in (0..slots).step_by(step) {
-        let Some(v) = i32_at(b, 40 + 4 * i) else { return false };
+        let Some(v) = i32_at(b, 40 + 4 * i) else {
+            return false;
+        };
         if v == 0 {
             continue;
         }
@@ -148,7 +152,9 @@ fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
             return false;
         }
         let e = 40 + 4 * slots + 20 * v as usize;
-        let (Some(h), Some(prev)) = (i32_at(b, e), i32_at(b, e + 16)) else { return false };
+        let (Some(h), Some(prev)) = (i32_at(b, e), i32_at(b, e + 16)) else {
+            return false;
+        };
         if h < 0 || h as usize % slots != i || !(0..v).contains(&prev) {
             return false;
         }

@@ -22,7 +22,7 @@ use super::filter::TagFilter;
 use super::store::Store;
 use crate::format::bytes::{i32_at, i64_at};
 use crate::format::commitlog::read::{parse_record, Record, Segment, SegmentEnd};
-use crate::format::commitlog::{sysflag, Host, MessageRef, MessageVersion, TransactionType};
+use crate::format::commitlog::{sysflag, Host, MessageRef, TransactionType};
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
 use crate::format::error::{Error, Result};
 use crate::format::filename::QueueFile;
@@ -40,22 +40,7 @@ const QUERY_ROUNDS: usize = 3;
 pub const WALK_CHUNK: usize = 8 << 20;
 
 /// Which broker's rules a lookup follows where 4.9 and 5.x differ (`getOffsetInQueueByTime`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum BrokerVersion {
-    #[serde(rename = "4.9")]
-    V4_9,
-    #[serde(rename = "5.x")]
-    V5,
-}
-
-impl std::fmt::Display for BrokerVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            BrokerVersion::V4_9 => "4.9",
-            BrokerVersion::V5 => "5.x",
-        })
-    }
-}
+pub use super::recovery::BrokerVersion;
 
 /// 5.x `BoundaryType`: `Lower` finds the first message stored at or after a time, `Upper` the last
 /// one stored at or before it.
@@ -65,42 +50,17 @@ pub enum Boundary {
     Upper,
 }
 
-/// Guess which broker wrote a store from traces only 5.x leaves: `stateVersion` in the config
-/// files, an `abort.bak`, the 5.x checkpoint fields, version 2 records, or a trailing property
-/// separator on the first record (5.2+; 4.9.0 wrote one too). Returns the guess and the reason.
+/// Which broker's rules apply, from the release hints the store carries
+/// ([`super::recovery::guess_version`]), with the reason in words.
 pub fn detect_broker_version(store: &Store) -> (BrokerVersion, String) {
-    let conf = store.config_dir();
-    for name in ["consumerOffset.json", "delayOffset.json", "topics.json"] {
-        if let Ok(text) = std::fs::read(conf.join(name)) {
-            if text.windows(14).any(|w| w == b"\"stateVersion\"") {
-                return (BrokerVersion::V5, format!("config/{name} has stateVersion"));
-            }
-        }
-    }
-    if store.root.join("abort.bak").exists() {
-        return (BrokerVersion::V5, "abort.bak exists".into());
-    }
-    if let Ok(Some(cp)) = store.checkpoint() {
-        if cp.confirm_phy_offset != 0 || cp.master_flushed_offset != 0 {
-            return (BrokerVersion::V5, "the checkpoint has 5.x fields".into());
-        }
-    }
-    if let Some(seg) = store.commitlog.segments.first() {
-        if let Ok(map) = Mapped::open(&seg.path) {
-            if let Ok(Record::Message(m)) = parse_record(&map, 0, seg.start, false) {
-                if m.version == MessageVersion::V2 {
-                    return (BrokerVersion::V5, "version 2 records".into());
-                }
-                if m.properties.has_trailing_separator() {
-                    return (
-                        BrokerVersion::V5,
-                        "properties end with a separator (5.2+)".into(),
-                    );
-                }
-            }
-        }
-    }
-    (BrokerVersion::V4_9, "no 5.x traces".into())
+    let checkpoint = store.checkpoint().ok().flatten();
+    let g = super::recovery::guess_version(store, checkpoint.as_ref());
+    let why = if g.evidence.is_empty() {
+        g.assumption
+    } else {
+        g.evidence.join("; ")
+    };
+    (g.version, why)
 }
 
 /// A record found in the commitlog, with the file it is in.
@@ -1146,13 +1106,9 @@ fn file_for(cq: &ConsumeQueue, pos: u64) -> Option<&QueueFile> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::geometry::GeometryInputs;
 
     fn fixture(name: &str) -> Store {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .join(name);
-        Store::open(&root, &GeometryInputs::default()).unwrap()
+        crate::engine::store::test_fixture(name)
     }
 
     #[test]

@@ -463,12 +463,11 @@ where
                     stopped = Some((pos, StopReason::Blank));
                 }
                 let tail = pos + crate::format::commitlog::END_FILE_MIN_BLANK_LENGTH;
-                dirty_tail(buf, tail.min(len), seg.start, &mut w);
+                dirty_tail(buf, tail.min(len), seg, &mut w);
                 break;
             }
             Ok(Record::EndOfData) => {
-                let rest = buf.get(pos..).unwrap_or(&[]);
-                let Some(z) = first_nonzero(rest) else {
+                let Some(z) = first_nonzero_from(buf, pos, &seg.path).map(|p| p - pos) else {
                     if stopped.is_none() {
                         stopped = Some((pos, StopReason::EndOfData));
                     }
@@ -490,7 +489,7 @@ where
                         if stopped.is_none() {
                             stopped = Some((pos, StopReason::EndOfData));
                         }
-                        dirty_tail(buf, pos, seg.start, &mut w);
+                        dirty_tail(buf, pos, seg, &mut w);
                         break;
                     }
                 }
@@ -506,7 +505,7 @@ where
                     if stopped.is_none() {
                         stopped = Some((pos, StopReason::EndOfData));
                     }
-                    dirty_tail(buf, pos, seg.start, &mut w);
+                    dirty_tail(buf, pos, seg, &mut w);
                     break;
                 }
                 w.problem(WalkProblem::BadRecord {
@@ -519,7 +518,7 @@ where
                 match next {
                     Some(n) if live_after => pos = n,
                     Some(n) => {
-                        dirty_tail(buf, n, seg.start, &mut w);
+                        dirty_tail(buf, n, seg, &mut w);
                         break;
                     }
                     None => break,
@@ -543,9 +542,12 @@ fn is_stale(buf: &[u8], at: usize, file_start: u64, w: &FileWalk) -> bool {
 }
 
 /// Record non-zero bytes from `from` to the end of `buf`, counting stale records in them.
-fn dirty_tail(buf: &[u8], from: usize, file_start: u64, w: &mut FileWalk) {
+fn dirty_tail(buf: &[u8], from: usize, seg: &Segment, w: &mut FileWalk) {
+    let file_start = seg.start;
     let Some(rest) = buf.get(from..) else { return };
-    let Some(z) = first_nonzero(rest) else { return };
+    let Some(z) = first_nonzero_from(buf, from, &seg.path).map(|p| p - from) else {
+        return;
+    };
     let end = crate::format::indexfile::last_nonzero(rest).map_or(z, |l| l + 1);
     let mut stale = 0u64;
     let mut q = from + z.saturating_sub(3);
@@ -564,6 +566,50 @@ fn dirty_tail(buf: &[u8], from: usize, file_start: u64, w: &mut FileWalk) {
         end: (from + end) as u64,
         stale,
     });
+}
+
+/// Position of the first non-zero byte at or after `from`, skipping the holes of a sparse file
+/// (`SEEK_DATA`/`SEEK_HOLE`) instead of faulting them in through the map: a broker's
+/// pre-allocated file is mostly hole.
+fn first_nonzero_from(buf: &[u8], from: usize, path: &Path) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    if let Some(r) = sparse_first_nonzero(buf, from, path) {
+        return r;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = path;
+    first_nonzero(buf.get(from..)?).map(|z| from + z)
+}
+
+/// `None` when the file system cannot say where the data is.
+#[cfg(target_os = "linux")]
+fn sparse_first_nonzero(buf: &[u8], from: usize, path: &Path) -> Option<Option<usize>> {
+    use nix::unistd::{lseek, Whence};
+    let f = std::fs::File::open(path).ok()?;
+    let len = i64::try_from(buf.len()).ok()?;
+    let mut at = i64::try_from(from).ok()?;
+    loop {
+        if at >= len {
+            return Some(None);
+        }
+        let d = match lseek(&f, at, Whence::SeekData) {
+            Ok(d) => d,
+            Err(nix::errno::Errno::ENXIO) => return Some(None),
+            Err(_) => return None,
+        };
+        if d >= len {
+            return Some(None);
+        }
+        let h = lseek(&f, d, Whence::SeekHole).ok()?.clamp(d, len);
+        let region = buf.get(usize::try_from(d).ok()?..usize::try_from(h).ok()?)?;
+        if let Some(z) = first_nonzero(region) {
+            return Some(Some(usize::try_from(d).ok()? + z));
+        }
+        if h <= at {
+            return None;
+        }
+        at = h;
+    }
 }
 
 /// A blank at the end of every file that has data after it (`CommitLog.doAppend` always leaves
@@ -1244,7 +1290,7 @@ pub fn finish(
     }
     if prep.version.version == BrokerVersion::V5 {
         notes.push(
-            "5.x also sets the confirm offset to the end of the scan and deletes abort after start"
+            "5.x then sets the confirm offset (checkpoint confirmPhyOffset) from the end of the scan"
                 .to_string(),
         );
     }
@@ -1310,13 +1356,9 @@ pub fn plan(store: &Store, check_crc: bool) -> Result<RecoveryPlan> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::geometry::GeometryInputs;
 
     fn fixture(name: &str) -> Store {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .join(name);
-        Store::open(&root, &GeometryInputs::default()).unwrap()
+        crate::engine::store::test_fixture(name)
     }
 
     #[test]

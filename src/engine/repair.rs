@@ -21,7 +21,9 @@ use super::writer::{StoreWriter, WriterOptions};
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record, RecordIter, SegmentEnd};
 use crate::format::commitlog::{MAGIC_V1, MAGIC_V2};
-use crate::format::config::{load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets};
+use crate::format::config::{
+    load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups, TopicConfigs,
+};
 use crate::format::error::{Error, Result};
 use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 
@@ -389,10 +391,10 @@ fn salvage(store: &Store, cut: CutAt, repair: &Path, m: &mut Manifest) -> Result
                             File::create(&jsonl_path).map_err(|e| Error::io(&jsonl_path, e))?,
                         )),
                     };
-                    let line = crate::commands::output::MessageJson::new(
+                    let line = super::message_json::MessageJson::new(
                         &r,
                         &seg.path,
-                        crate::commands::output::BodyMode::Base64,
+                        super::message_json::BodyMode::Base64,
                     );
                     serde_json::to_writer(&mut *j, &line)
                         .map_err(|e| Error::io(&jsonl_path, e.into()))?;
@@ -594,6 +596,17 @@ fn repair_config(store: &Store, stage: &Path, repair: &Path, m: &mut Manifest) -
             write_config(store, repair, &dst, &value, m)?;
         }
     }
+    // topics.json and subscriptionGroup.json: only restored
+    if let Ok(l) = load::<TopicConfigs>(&src) {
+        if restored(store, repair, &l.source, TopicConfigs::FILE_NAME, m)? {
+            write_config(store, repair, &dst, &l.value, m)?;
+        }
+    }
+    if let Ok(l) = load::<SubscriptionGroups>(&src) {
+        if restored(store, repair, &l.source, SubscriptionGroups::FILE_NAME, m)? {
+            write_config(store, repair, &dst, &l.value, m)?;
+        }
+    }
     // delayOffset.json: levels clamped into SCHEDULE_TOPIC_XXXX queue level-1
     if let Ok(l) = load::<DelayOffsets>(&src) {
         let mut value = l.value;
@@ -630,17 +643,30 @@ fn restored(
     name: &str,
     m: &mut Manifest,
 ) -> Result<bool> {
-    if let ConfigSource::Backup { reason } = source {
-        m.actions.push(Action {
-            problem: format!("config/{name} {reason}"),
-            action: format!("restore config/{name} from config/{name}.bak"),
-            messages: 0,
-            bytes: 0,
-        });
-        let _ = store;
-        return Ok(true);
+    let _ = store;
+    match source {
+        ConfigSource::Backup { reason } => {
+            m.actions.push(Action {
+                problem: format!("config/{name} {reason}"),
+                action: format!("restore config/{name} from config/{name}.bak"),
+                messages: 0,
+                bytes: 0,
+            });
+            Ok(true)
+        }
+        ConfigSource::Empty { reason } => {
+            m.actions.push(Action {
+                problem: format!("config/{name}: {reason}"),
+                action: format!(
+                    "write config/{name} with the empty state the broker would start from (the unusable file is kept)"
+                ),
+                messages: 0,
+                bytes: 0,
+            });
+            Ok(true)
+        }
+        ConfigSource::Main | ConfigSource::Missing => Ok(false),
     }
-    Ok(false)
 }
 
 fn write_config<T: ConfigFile>(

@@ -274,6 +274,18 @@ fn infer(
     o
 }
 
+/// A committed fixture store (`fixtures/<name>`), for unit tests.
+#[cfg(test)]
+pub(crate) fn test_fixture(name: &str) -> Store {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name);
+    match Store::open(&root, &GeometryInputs::default()) {
+        Ok(s) => s,
+        Err(e) => panic!("fixture {name}: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

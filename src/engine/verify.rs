@@ -819,6 +819,30 @@ fn sq_unit(sq: &mut SegQueue<'_>, q: u64, opened: &mut usize) -> Option<CqUnit> 
     CqUnit::from_bytes(map.get(at..)?)
 }
 
+/// What is wrong with the `__CRC32#` property of a record (5.2+, FORMAT.md 2.5), if anything: it
+/// must be the last 20 bytes (`__CRC32#` 0x01, ten digits least significant first, 0x02) and hold
+/// the masked CRC-32 of the bytes before them.
+fn prop_crc_problem(raw: &[u8]) -> Option<String> {
+    let split = raw.len().checked_sub(20)?;
+    let (head, tail) = raw.split_at(split);
+    let ok_shape = tail.starts_with(b"__CRC32#\x01") && tail.last() == Some(&0x02);
+    let digits = tail.get(9..19).unwrap_or(&[]);
+    let stored = if ok_shape && digits.iter().all(u8::is_ascii_digit) {
+        let rev: Vec<u8> = digits.iter().rev().copied().collect();
+        parse_digits(&rev)
+    } else {
+        None
+    };
+    let computed = masked_crc32(head) as i64;
+    match stored {
+        None => Some("__CRC32# is present but not as the record's last 20 bytes".to_string()),
+        Some(s) if s != computed => {
+            Some(format!("__CRC32# says {s}, the record's CRC is {computed}"))
+        }
+        _ => None,
+    }
+}
+
 fn parse_digits(b: &[u8]) -> Option<i64> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
@@ -877,6 +901,14 @@ impl<'c, 'a> SegState<'c, 'a> {
             self.queue_record(m, &p, pos, sampled);
         }
 
+        if ctx.index.is_none()
+            && in_topic
+            && tx != TransactionType::Rollback
+            && (p.uniq.is_some() || p.keys.is_some_and(|k| k.iter().any(|&b| b != b' ')))
+        {
+            // No index to compare with: count what the broker would have indexed.
+            self.idx.lag += 1;
+        }
         if let Some(ix) = ctx.index {
             let mut keys = std::mem::take(&mut self.keys);
             expected_index_keys(m, &p, &mut keys);
@@ -979,34 +1011,15 @@ impl<'c, 'a> SegState<'c, 'a> {
     /// `__CRC32#` (5.2+): the last 20 bytes are `__CRC32#` 0x01, ten digits least significant
     /// first, 0x02; the CRC covers the record before them.
     fn prop_crc(&mut self, m: &MessageRef<'_>, pos: u64) {
-        let raw = m.raw;
-        let Some(split) = raw.len().checked_sub(20) else {
-            return;
-        };
-        let (head, tail) = raw.split_at(split);
-        let ok_shape = tail.starts_with(b"__CRC32#\x01") && tail.last() == Some(&0x02);
-        let digits = tail.get(9..19).unwrap_or(&[]);
-        let stored = if ok_shape && digits.iter().all(u8::is_ascii_digit) {
-            let rev: Vec<u8> = digits.iter().rev().copied().collect();
-            parse_digits(&rev)
-        } else {
-            None
-        };
-        let computed = masked_crc32(head) as i64;
-        let msg = match stored {
-            None => Some(format!(
-                "record at commitlog offset {} has __CRC32# but not as its last 20 bytes",
-                m.position
-            )),
-            Some(s) if s != computed => Some(format!(
-                "record at commitlog offset {}: __CRC32# says {s}, the record's CRC is {computed}",
-                m.position
-            )),
-            _ => None,
-        };
-        if let Some(msg) = msg {
+        if let Some(what) = prop_crc_problem(m.raw) {
             self.sink.push(
-                Finding::new("commitlog.prop_crc_mismatch", self.path, pos, msg).with_action(
+                Finding::new(
+                    "commitlog.prop_crc_mismatch",
+                    self.path,
+                    pos,
+                    format!("record at commitlog offset {}: {what}", m.position),
+                )
+                .with_action(
                     "checked only with forceVerifyPropCRC=true; then recovery truncates here",
                 ),
             );
@@ -2845,7 +2858,7 @@ fn index_findings(
                     &dir,
                     0,
                     format!(
-                        "there are no index files, but {} record keys should be indexed (messageIndexEnable=false?)",
+                        "there are no index files, but {} records carry keys the broker indexes (messageIndexEnable=false, or the index was removed)",
                         merged.idx.lag
                     ),
                 )
@@ -3164,14 +3177,10 @@ mod tests {
     use super::*;
     use crate::engine::dispatch::dispatch;
     use crate::format::commitlog::RecordIter;
-    use crate::format::geometry::GeometryInputs;
     use crate::format::indexfile::key_hash;
 
     fn fixture(name: &str) -> Store {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .join(name);
-        Store::open(&root, &GeometryInputs::default()).unwrap()
+        crate::engine::store::test_fixture(name)
     }
 
     #[test]
@@ -3292,5 +3301,28 @@ mod tests {
             }
         }
         assert!(n > 30);
+    }
+
+    #[test]
+    fn crc32_property() {
+        // A record image: anything, then the 20 reserved bytes with the CRC of what precedes.
+        let mut raw = b"some record bytes before the property....".to_vec();
+        let crc = masked_crc32(&raw);
+        let digits: String = format!("{crc:010}").chars().rev().collect();
+        raw.extend_from_slice(b"__CRC32#\x01");
+        raw.extend_from_slice(digits.as_bytes());
+        raw.push(2);
+        assert_eq!(prop_crc_problem(&raw), None);
+        // FORMAT.md 2.5: CRC 123 is stored as 3210000000
+        assert_eq!(
+            format!("{:010}", 123).chars().rev().collect::<String>(),
+            "3210000000"
+        );
+        let mut bad = raw.clone();
+        bad[3] ^= 1;
+        assert!(prop_crc_problem(&bad).unwrap().contains("says"));
+        let mut moved = raw.clone();
+        moved.push(b'x');
+        assert!(prop_crc_problem(&moved).unwrap().contains("last 20 bytes"));
     }
 }

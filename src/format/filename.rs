@@ -67,6 +67,9 @@ mod tests {
         assert_eq!(name_to_offset("0000000000107374182x"), None);
         assert_eq!(name_to_offset("99999999999999999999"), None);
         assert_eq!(name_to_offset("09223372036854775808"), None);
-        assert_eq!(name_to_offset("09223372036854775807"), Some(i64::MAX as u64));
+        assert_eq!(
+            name_to_offset("09223372036854775807"),
+            Some(i64::MAX as u64)
+        );
     }
 }

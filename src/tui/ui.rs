@@ -285,7 +285,14 @@ fn health(f: &mut Frame<'_>, app: &App, area: Rect) {
             Row::new(vec![
                 Cell::from(x.severity.to_string()).style(Style::new().fg(color)),
                 Cell::from(x.code),
-                Cell::from(format!("{}@{}", x.file.display(), x.offset)),
+                Cell::from(format!(
+                    "{}@{}",
+                    x.file
+                        .strip_prefix(&app.store().root)
+                        .unwrap_or(&x.file)
+                        .display(),
+                    x.offset
+                )),
                 Cell::from(x.message.clone()),
             ])
         })

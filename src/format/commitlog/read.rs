@@ -68,7 +68,12 @@ pub fn parse_record(
         }));
     }
     let raw = &buf[pos..pos + size as usize];
-    let msg = parse_message(raw, pos as u64, file_start.saturating_add(pos as u64), version)?;
+    let msg = parse_message(
+        raw,
+        pos as u64,
+        file_start.saturating_add(pos as u64),
+        version,
+    )?;
     if check_crc && !msg.body.is_empty() && !msg.body_crc_ok() {
         return Err(at(ErrorKind::BodyCrc {
             stored: msg.body_crc as u32,
