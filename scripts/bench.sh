@@ -1,22 +1,37 @@
 #!/usr/bin/env bash
-# Benchmarks over a generated multi-GB store: generating it, `info`, and a CRC-checked parallel
-# read of the whole commitlog (cold and warm page cache when run as root).
-# Usage: scripts/bench.sh [DIR] [MESSAGES]   (default: a 2 GiB store of 2,000,000 operations)
+# Benchmarks over a generated multi-GB store, each next to `cat commitlog/*` in the same run:
+# gen, info, a CRC-checked parallel read, verify, dump --json, rebuild, 1,000 key lookups, and the
+# browser's time to first screen. Figures go to README.md by hand.
+# Usage: scripts/bench.sh [DIR] [OPERATIONS]   (default: a 2 GiB store of 2,000,000 operations)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-${TMPDIR:-/tmp}/rmqstore-bench}
 n=${2:-2000000}
-cargo build --release --example scan >/dev/null
+cargo build --release --examples >/dev/null
 bin=target/release/rmqstore
-rm -rf "$dir"
+t() { /usr/bin/time -f "  %e s wall, %M KiB max RSS" "$@"; }
+cold() { sync; if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; echo "  (cold cache)"; fi; }
+rm -rf "$dir" "$dir.rebuilt"
 echo "== gen $n operations into $dir (default geometry: 1 GiB commitlog files)"
-/usr/bin/time -f "%e s wall, %M KiB max RSS" $bin gen "$dir" --messages "$n"
+t $bin gen "$dir" --messages "$n"
 du -sh --apparent-size "$dir/commitlog"
+echo "== cat commitlog/* > /dev/null"
+cold; t sh -c "cat '$dir'/commitlog/* > /dev/null"
+t sh -c "cat '$dir'/commitlog/* > /dev/null"
+echo "== read every record, CRC checked, files in parallel"
+cold; target/release/examples/scan "$dir"
+target/release/examples/scan "$dir"
+echo "== verify"
+t $bin verify "$dir" >/dev/null || true
+echo "== dump commitlog --json > /dev/null"
+t sh -c "$bin dump commitlog '$dir' --json > /dev/null"
+echo "== rebuild --out"
+t $bin rebuild "$dir" --out "$dir.rebuilt" >/dev/null
+rm -rf "$dir.rebuilt"
+echo "== 1,000 key lookups"
+target/release/examples/query_bench "$dir" 2>&1 | tail -3
 echo "== info"
-/usr/bin/time -f "%e s wall, %M KiB max RSS" $bin info "$dir" >/dev/null
-echo "== read the whole commitlog (CRC checked, files in parallel)"
-sync
-if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; echo "(cold cache)"; fi
-target/release/examples/scan "$dir"
-echo "(warm cache)"
-target/release/examples/scan "$dir"
+t $bin info "$dir" >/dev/null
+echo "== tui: time to first screen"
+cold; target/release/examples/tui_first_screen "$dir"
+target/release/examples/tui_first_screen "$dir"

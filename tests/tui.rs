@@ -295,3 +295,23 @@ fn end_to_end_in_tmux() {
     );
     tmux(&["kill-server"]);
 }
+
+#[test]
+fn esc_stops_a_running_verify() {
+    let mut a = app(&fixture());
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.screen, Screen::Health);
+    if matches!(
+        a.health_state,
+        rmqstore::tui::app::HealthState::Running { .. }
+    ) {
+        key(&mut a, KeyCode::Esc);
+        assert_eq!(a.health_state, rmqstore::tui::app::HealthState::NotStarted);
+        assert_eq!(a.screen, Screen::Health);
+        // its late result is dropped
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        a.poll_jobs();
+        assert!(a.health.is_empty());
+    }
+}

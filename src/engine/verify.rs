@@ -1844,16 +1844,7 @@ pub fn verify(
     };
 
     // Shared maps of the commitlog files.
-    let maps: Vec<Option<Mapped>> = segs
-        .iter()
-        .map(|s| {
-            let m = Mapped::open(&s.path).ok();
-            if let Some(m) = &m {
-                m.advise_sequential();
-            }
-            m
-        })
-        .collect();
+    let maps: Vec<Option<Mapped>> = segs.iter().map(|s| s.map().ok()).collect();
 
     let mut cq_index: CqIndex<'_> = FastMap::default();
     for ((t, q), cq) in &store.queues {
@@ -2283,7 +2274,10 @@ fn open_index(store: &Store, report: bool, sink: &mut Sink) -> Option<IndexStrea
     let mut unreadable = Vec::new();
     let mut mismatched = 0usize;
     for p in &store.index_files {
-        match IndexFile::open(p, geometry) {
+        // verify reads every slot and entry: fault the whole file in at once
+        let opened = Mapped::open_populated(p)
+            .and_then(|m| IndexFile::new(m, geometry).map_err(|e| e.in_file(p, 0)));
+        match opened {
             Ok(f) => {
                 let used = (f.header().effective_index_count().max(1) as u32).min(geometry.entries);
                 files.push(IdxFile {

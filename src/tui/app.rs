@@ -288,6 +288,13 @@ impl App {
         match k.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') => self.go(Screen::Help),
+            KeyCode::Esc
+                if self.screen == Screen::Health
+                    && matches!(self.health_state, HealthState::Running { .. }) =>
+            {
+                self.cancel_jobs();
+                self.status = "verify stopped".into();
+            }
             KeyCode::Esc | KeyCode::Backspace | KeyCode::Left | KeyCode::Char('h') => {
                 self.go_back()
             }

@@ -287,8 +287,9 @@ pub struct Segment {
 
 impl Segment {
     /// Map the file read-only.
+    /// Map the file for a walk over all of it (pages faulted in up front).
     pub fn map(&self) -> Result<Mapped> {
-        let m = Mapped::open(&self.path)?;
+        let m = Mapped::open_populated(&self.path)?;
         m.advise_sequential();
         Ok(m)
     }
