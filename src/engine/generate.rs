@@ -112,6 +112,8 @@ struct Gen<'a> {
     summary: GenSummary,
     long_group: String,
     compressor: Compressor,
+    /// Compressed bodies by algorithm (`Compression as usize`), see `compressed_body`.
+    compressed_pool: [Vec<Vec<u8>>; 3],
 }
 
 impl<'a> Gen<'a> {
@@ -141,6 +143,26 @@ impl<'a> Gen<'a> {
             pairs.retain(|(k, _)| k != prop::WAIT);
         }
         encode_properties(&pairs, self.v5())
+    }
+
+    /// A compressed 4-20 KiB text body. Compressing is the generator's costliest step, so each
+    /// algorithm gets a small pool of bodies made on first use and reused after.
+    fn compressed_body(&mut self, kind: Compression) -> Result<Vec<u8>> {
+        const POOL: usize = 8;
+        let k = kind as usize;
+        if self.compressed_pool[k].is_empty() {
+            for _ in 0..POOL {
+                let len = 4096 + self.rng.below(16 * 1024) as usize;
+                let text = self.text_body(len);
+                let c = self
+                    .compressor
+                    .compress(kind, &text)
+                    .map_err(|e| Error::io(self.w.root(), e))?;
+                self.compressed_pool[k].push(c);
+            }
+        }
+        let i = self.rng.below(POOL as u64) as usize;
+        Ok(self.compressed_pool[k].get(i).cloned().unwrap_or_default())
     }
 
     fn text_body(&mut self, len: usize) -> Vec<u8> {
@@ -291,18 +313,13 @@ impl<'a> Gen<'a> {
         }
         pairs.push((prop::CLUSTER.into(), "DefaultCluster".into()));
         let (body, flag_bits) = if i % 50 == 25 {
-            let len = 4096 + self.rng.below(16 * 1024) as usize;
-            let text = self.text_body(len);
             let kind = match (i / 50) % 4 {
                 0 => Some(Compression::Zlib),
                 1 => None, // zlib as clients before 4.9.4: only the COMPRESSED bit
                 2 => Some(Compression::Lz4),
                 _ => Some(Compression::Zstd),
             };
-            let c = self
-                .compressor
-                .compress(kind.unwrap_or(Compression::Zlib), &text)
-                .map_err(|e| Error::io(self.w.root(), e))?;
+            let c = self.compressed_body(kind.unwrap_or(Compression::Zlib))?;
             (
                 c,
                 kind.map(|k| k.sys_flag_bits())
@@ -522,6 +539,7 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
         summary: GenSummary::default(),
         long_group: format!("LongGroup{}", "x".repeat(125)),
         compressor: Compressor::default(),
+        compressed_pool: Default::default(),
     };
     let mut i = 0u64;
     while i < opts.messages {

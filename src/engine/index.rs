@@ -139,7 +139,7 @@ fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
         return false;
     }
     let slots = g.slots as usize;
-    let step = (slots / 128).max(1);
+    let step = (slots / 64).max(1);
     let mut seen = 0;
     for i in (0..slots).step_by(step) {
         let Some(v) = i32_at(b, 40 + 4 * i) else {

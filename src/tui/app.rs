@@ -197,9 +197,31 @@ impl App {
             .unwrap_or_default();
         let mut topics: Vec<TopicRow> = Vec::new();
         let mut groups = Vec::new();
-        for ((topic, qid), cq) in &store.queues {
-            let max = cq.max_offset_fast().unwrap_or(0);
-            let min = cq.min_offset(cl_min).unwrap_or(0).min(max);
+        // Queue bounds read a page or two of each queue's files: on a cold cache that is disk
+        // latency, so the queues are read on several threads at once.
+        let queues: Vec<_> = store.queues.iter().collect();
+        let bounds: Vec<(u64, u64)> = std::thread::scope(|s| {
+            let chunk = queues.len().div_ceil(8).max(1);
+            let handles: Vec<_> = queues
+                .chunks(chunk)
+                .map(|part| {
+                    s.spawn(move || {
+                        part.iter()
+                            .map(|(_, cq)| {
+                                let max = cq.max_offset_fast().unwrap_or(0);
+                                (cq.min_offset(cl_min).unwrap_or(0).min(max), max)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .zip(queues.chunks(chunk))
+                .flat_map(|(h, part)| h.join().unwrap_or_else(|_| vec![(0, 0); part.len()]))
+                .collect()
+        });
+        for (((topic, qid), _), (min, max)) in queues.into_iter().zip(bounds) {
             let mut lags = Vec::new();
             for (t, g, queues) in offsets.iter() {
                 if t != topic {
