@@ -188,6 +188,14 @@ fn groups_and_health_views() {
     assert_eq!(a.screen, Screen::Groups);
     let s = screen(&mut a, 80, 24);
     assert!(has(&s, "OrderGroup") && has(&s, "total lag"), "{s:#?}");
+    // the group's dead-letter queue is listed with its size even without an offset on it
+    let dlq = a
+        .groups
+        .iter()
+        .find(|g| g.topic == "%DLQ%OrderGroup")
+        .unwrap();
+    assert_eq!(dlq.offset, -1);
+    assert!(dlq.lag > 0);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen, Screen::Messages);
     key(&mut a, KeyCode::Tab);

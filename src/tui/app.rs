@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
-use crate::engine::dispatch::is_system_topic;
+use crate::engine::dispatch::{is_system_topic, DLQ_PREFIX, RETRY_PREFIX};
 use crate::engine::filter::TagFilter;
 use crate::engine::query::Reader;
 use crate::engine::verify::{verify, VerifyOptions};
@@ -257,6 +257,34 @@ impl App {
         }
         // ordinary topics first, system topics grouped after them
         topics.sort_by_key(|t| (t.system, t.name.clone()));
+        // Each group's retry and dead-letter queues, also when it has no offset on them: the
+        // retries still waiting and the DLQ size (offset shown as "-").
+        let mut names: Vec<String> = groups.iter().map(|g| g.group.clone()).collect();
+        names.sort();
+        names.dedup();
+        for g in names {
+            for prefix in [RETRY_PREFIX, DLQ_PREFIX] {
+                let topic = format!("{prefix}{g}");
+                let Some(t) = topics.iter().find(|t| t.name == topic) else {
+                    continue;
+                };
+                for q in &t.queues {
+                    let known = groups
+                        .iter()
+                        .any(|r| r.group == g && r.topic == topic && r.queue == q.id);
+                    if !known {
+                        groups.push(GroupRow {
+                            group: g.clone(),
+                            topic: topic.clone(),
+                            queue: q.id,
+                            offset: -1,
+                            max: q.max,
+                            lag: q.max.saturating_sub(q.min) as i64,
+                        });
+                    }
+                }
+            }
+        }
         groups.sort_by(|a, b| (&a.group, &a.topic, a.queue).cmp(&(&b.group, &b.topic, b.queue)));
         self.topics = topics;
         self.groups = groups;

@@ -239,7 +239,11 @@ fn groups(f: &mut Frame<'_>, app: &App, area: Rect) {
                 g.group.clone(),
                 g.topic.clone(),
                 g.queue.to_string(),
-                g.offset.to_string(),
+                if g.offset < 0 {
+                    "-".to_string()
+                } else {
+                    g.offset.to_string()
+                },
                 g.max.to_string(),
                 g.lag.to_string(),
             ])
