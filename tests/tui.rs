@@ -323,3 +323,40 @@ fn esc_stops_a_running_verify() {
         assert!(a.health.is_empty());
     }
 }
+
+#[test]
+fn detail_shows_a_text_body_and_a_decompressed_one() {
+    let mut a = app(&fixture());
+    // find a plain UTF-8 body and a compressed body in OrderTopic queue 0
+    let store = a.store();
+    let cq = store.queue("OrderTopic", 0).unwrap();
+    let (mut text, mut compressed) = (None, None);
+    cq.for_each_unit(|_, u| {
+        if let Ok(Some(l)) = a.reader.message_at(u.offset as u64) {
+            let m = &l.message;
+            if m.is_compressed() && compressed.is_none() {
+                let body = m.decompressed_body().unwrap().into_owned();
+                compressed = Some((u.offset as u64, String::from_utf8(body).unwrap()));
+            } else if !m.is_compressed() && text.is_none() {
+                if let Ok(s) = std::str::from_utf8(m.body) {
+                    if s.len() > 30 {
+                        text = Some((u.offset as u64, s.to_string()));
+                    }
+                }
+            }
+        }
+        text.is_none() || compressed.is_none()
+    })
+    .unwrap();
+    for (offset, body) in [text.unwrap(), compressed.unwrap()] {
+        a.open_detail(offset);
+        let s = screen(&mut a, 200, 80);
+        // wide characters take two cells in the buffer: compare the ASCII head
+        let start: String = body.chars().take_while(|c| c.is_ascii()).take(30).collect();
+        assert!(start.len() >= 10, "{body:?}");
+        assert!(has(&s, &start), "body start {start:?} not shown:\n{s:#?}");
+    }
+    // the compressed one says how it was shown
+    let s = screen(&mut a, 200, 80);
+    assert!(has(&s, "shown decompressed"), "{s:#?}");
+}
