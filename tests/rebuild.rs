@@ -19,30 +19,6 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
 }
 
-/// Relative path -> bytes for every file below `dir` (empty when it does not exist).
-fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
-    let mut out = Vec::new();
-    if !dir.exists() {
-        return out;
-    }
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push((
-                    p.strip_prefix(dir).unwrap().to_path_buf(),
-                    std::fs::read(&p).unwrap(),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn contents(dir: &Path) -> Vec<Vec<u8>> {
     tree(dir).into_iter().map(|(_, b)| b).collect()
 }
