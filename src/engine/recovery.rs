@@ -398,7 +398,9 @@ where
     let mut w = FileWalk::new(seg, len);
     let mut stopped: Option<(usize, StopReason)> = None;
     let mut pos = 0usize;
+    let mut ahead = ReadAhead::default();
     loop {
+        ahead.touch(buf, pos);
         match parse_record(buf, pos, seg.start, false) {
             Ok(Record::Message(m)) => {
                 let size = m.raw.len();
@@ -532,6 +534,30 @@ where
     w
 }
 
+/// Prefetches every cache line a few KiB ahead of a walk. Parsing a record reads its header and
+/// then, past the body, its topic and properties, before the body CRC streams through the body:
+/// without this, that jump waits for memory on every record (and the processor's own prefetchers
+/// stop at page boundaries).
+#[derive(Default)]
+pub(crate) struct ReadAhead {
+    next: usize,
+}
+
+impl ReadAhead {
+    const DISTANCE: usize = 8 << 10;
+    const LINE: usize = 64;
+
+    #[inline]
+    pub(crate) fn touch(&mut self, buf: &[u8], pos: usize) {
+        let until = pos.saturating_add(Self::DISTANCE).min(buf.len());
+        self.next = self.next.max(pos);
+        while self.next < until {
+            crate::format::mapped::prefetch(buf, self.next);
+            self.next += Self::LINE;
+        }
+    }
+}
+
 /// True when the record at `at` is older than the last good record of the walk so far: left
 /// behind by an earlier truncation rather than live data.
 fn is_stale(buf: &[u8], at: usize, file_start: u64, w: &FileWalk) -> bool {
@@ -571,7 +597,7 @@ fn dirty_tail(buf: &[u8], from: usize, seg: &Segment, w: &mut FileWalk) {
 /// Position of the first non-zero byte at or after `from`, skipping the holes of a sparse file
 /// (`SEEK_DATA`/`SEEK_HOLE`) instead of faulting them in through the map: a broker's
 /// pre-allocated file is mostly hole.
-fn first_nonzero_from(buf: &[u8], from: usize, path: &Path) -> Option<usize> {
+pub(crate) fn first_nonzero_from(buf: &[u8], from: usize, path: &Path) -> Option<usize> {
     #[cfg(target_os = "linux")]
     if let Some(r) = sparse_first_nonzero(buf, from, path) {
         return r;

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use serde::Serialize;
 
@@ -38,7 +38,9 @@ use super::recovery::{
 use super::store::{paths, Store};
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
-use crate::format::commitlog::{prop, sysflag, MessageRef, MessageVersion, TransactionType};
+use crate::format::commitlog::{
+    prop, sysflag, MessageRef, MessageVersion, Segment, TransactionType,
+};
 use crate::format::config::{
     load_file, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups,
     TopicConfigs,
@@ -48,7 +50,7 @@ use crate::format::error::Result;
 use crate::format::finding::{Finding, Severity};
 use crate::format::geometry::Source;
 use crate::format::indexfile::{
-    check_file, check_sequence, IndexEntry, IndexFile, IndexGeometry, IndexHeader,
+    check_file_with, check_sequence, IndexEntry, IndexFile, IndexGeometry, IndexHeader,
 };
 use crate::format::java::masked_crc32;
 use crate::format::mapped::Mapped;
@@ -258,53 +260,58 @@ struct Props<'a> {
     crc32: bool,
 }
 
-/// Position of the next byte 0x01 or 0x02 at or after `from` (or `b.len()`), eight bytes at a
-/// time: property text rarely contains either.
-fn next_separator(b: &[u8], from: usize) -> usize {
+/// The high bit of each byte of `w` set where that byte is 0x01 or 0x02, exactly (no false
+/// positives from borrows, unlike the usual "has a zero byte" test).
+#[inline]
+fn separator_bits(w: u64) -> u64 {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
     const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH != 0;
-    let mut i = from;
-    while let Some(w) = b.get(i..i + 8) {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(w);
-        let x = u64::from_le_bytes(a);
-        if has_zero(x ^ ONES) || has_zero(x ^ (ONES * 2)) {
-            break;
-        }
-        i += 8;
-    }
-    b.get(i..)
-        .and_then(|rest| rest.iter().position(|&c| c == 1 || c == 2))
-        .map_or(b.len(), |p| i + p)
+    let zero_bytes = |v: u64| !(((v & LOW7).wrapping_add(LOW7)) | v | LOW7);
+    zero_bytes(w ^ ONES) | zero_bytes(w ^ (ONES * 2))
 }
 
 /// The name/value pairs of a properties block, as `Properties::iter_raw` yields them
 /// (`MessageDecoder.string2messageProperties`): split at 0x02; a segment counts only when its
 /// first 0x01 leaves a non-empty name and value.
 fn for_each_property<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) {
-    let mut i = 0;
-    while i < b.len() {
-        let mut eq = None;
-        let mut k = i;
-        let end = loop {
-            let j = next_separator(b, k);
-            if b.get(j).is_none_or(|&c| c == 2) {
-                break j;
-            }
-            if eq.is_none() {
-                eq = Some(j);
-            }
-            k = j + 1;
-        };
+    let mut start = 0;
+    let mut eq = None;
+    let mut emit = |start: usize, eq: Option<usize>, end: usize| {
         if let Some(e) = eq {
-            if e > i && e + 1 < end {
-                if let (Some(name), Some(value)) = (b.get(i..e), b.get(e + 1..end)) {
+            if e > start && e + 1 < end {
+                if let (Some(name), Some(value)) = (b.get(start..e), b.get(e + 1..end)) {
                     f(name, value);
                 }
             }
         }
-        i = end + 1;
+    };
+    // Eight bytes at a time, the last word padded with zeros (which are not separators).
+    let words = b.chunks_exact(8);
+    let mut tail = [0u8; 8];
+    if let Some(d) = tail.get_mut(..words.remainder().len()) {
+        d.copy_from_slice(words.remainder());
+    }
+    let whole = words.map(|c| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        w
+    });
+    for (k, w) in whole.chain(std::iter::once(tail)).enumerate() {
+        let mut bits = separator_bits(u64::from_le_bytes(w));
+        while bits != 0 {
+            let j = k * 8 + bits.trailing_zeros() as usize / 8;
+            bits &= bits - 1;
+            if b.get(j) == Some(&1) {
+                eq = eq.or(Some(j));
+            } else {
+                emit(start, eq, j);
+                start = j + 1;
+                eq = None;
+            }
+        }
+    }
+    if start < b.len() {
+        emit(start, eq, b.len());
     }
 }
 
@@ -340,22 +347,25 @@ fn java_hash_extend(h: i32, s: &str) -> i32 {
 /// UTF-16 unit per byte).
 fn java_hash_bytes(h: i32, b: &[u8]) -> i32 {
     if b.is_ascii() {
-        // h*31^4 + c0*31^3 + c1*31^2 + c2*31 + c3, four bytes per step (wrapping, as Java).
-        const P1: i32 = 31;
-        const P2: i32 = 31 * 31;
-        const P3: i32 = 31 * 31 * 31;
-        const P4: i32 = 31 * 31 * 31 * 31;
-        let mut chunks = b.chunks_exact(4);
+        // h*31^8 + c0*31^7 + ... + c7, eight bytes per step (wrapping, as Java); the eight
+        // products are independent.
+        // 31^7 .. 31^0 for the eight bytes, and 31^8 for the hash so far.
+        const POWERS: [i32; 8] = {
+            let mut p = [1i32; 8];
+            let mut i = 7;
+            while i > 0 {
+                p[i - 1] = p[i].wrapping_mul(31);
+                i -= 1;
+            }
+            p
+        };
+        const P8: i32 = POWERS[0].wrapping_mul(31);
+        let mut chunks = b.chunks_exact(8);
         let mut h = h;
         for c in chunks.by_ref() {
-            if let [a, b2, c2, d] = *c {
-                h = h
-                    .wrapping_mul(P4)
-                    .wrapping_add((a as i32).wrapping_mul(P3))
-                    .wrapping_add((b2 as i32).wrapping_mul(P2))
-                    .wrapping_add((c2 as i32).wrapping_mul(P1))
-                    .wrapping_add(d as i32);
-            }
+            h = c.iter().zip(POWERS).fold(h.wrapping_mul(P8), |s, (&x, p)| {
+                s.wrapping_add((x as i32).wrapping_mul(p))
+            });
         }
         chunks
             .remainder()
@@ -444,16 +454,20 @@ fn index_hash(prefix: i32, key: &[u8]) -> i32 {
     }
 }
 
+/// The Java hash of `topic#`, from which the index hash of each key of the topic continues.
+fn topic_prefix_hash(topic: &str) -> i32 {
+    java_hash_bytes(0, topic.as_bytes())
+        .wrapping_mul(31)
+        .wrapping_add('#' as i32)
+}
+
 /// The index key hashes of a record in the broker's order (UNIQ_KEY, then each KEYS element);
-/// empty for ROLLBACK records.
-fn expected_index_keys(m: &MessageRef<'_>, p: &Props<'_>, out: &mut Vec<i32>) {
+/// empty for ROLLBACK records. `prefix` is [`topic_prefix_hash`] of the record's topic.
+fn expected_index_keys(m: &MessageRef<'_>, p: &Props<'_>, prefix: i32, out: &mut Vec<i32>) {
     out.clear();
     if m.transaction_type() == TransactionType::Rollback {
         return;
     }
-    let prefix = java_hash_bytes(0, m.topic.as_bytes())
-        .wrapping_mul(31)
-        .wrapping_add('#' as i32);
     if let Some(u) = p.uniq {
         out.push(index_hash(prefix, u));
     }
@@ -492,33 +506,87 @@ fn is_reput(m: &MessageRef<'_>, p: &Props<'_>) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Duplicate UNIQ_KEY window.
 
-#[derive(Default)]
-struct IdHasher(u64);
+/// Slots of one generation's table: a power of two at least twice [`DUP_WINDOW`], so a full
+/// generation is under half load and probes stay short.
+const DUP_SLOTS: usize = (DUP_WINDOW * 2).next_power_of_two();
 
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ b as u64;
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n;
-    }
+/// `hash -> first offset` by open addressing with linear probing. Each slot keeps the low 56
+/// bits of the hash and, in the top 8 bits, the epoch it was written in: a slot of an older
+/// epoch is empty, so clearing the table is one increment (a full wipe only every 255 epochs).
+struct KeyTable {
+    slots: Vec<[u64; 2]>,
+    len: usize,
+    epoch: u64,
 }
 
-type IdMap = HashMap<u64, u64, BuildHasherDefault<IdHasher>>;
+const EPOCH_SHIFT: u32 = 56;
+const HASH_BITS: u64 = (1 << EPOCH_SHIFT) - 1;
+
+impl KeyTable {
+    fn new() -> Self {
+        KeyTable {
+            slots: Vec::new(),
+            len: 0,
+            epoch: 1,
+        }
+    }
+
+    /// Allocate the slots as written zeros (not calloc's shared zero page, whose first write
+    /// costs a copy and a TLB flush on every core).
+    fn allocate(&mut self) {
+        if self.slots.is_empty() {
+            self.slots.reserve_exact(DUP_SLOTS);
+            self.slots.resize(DUP_SLOTS, [0, 0]);
+        }
+    }
+
+    fn home(hash: u64) -> usize {
+        hash as usize & (DUP_SLOTS - 1)
+    }
+
+    /// `hash` as stored in this epoch.
+    fn tagged(&self, hash: u64) -> u64 {
+        (hash & HASH_BITS) | (self.epoch << EPOCH_SHIFT)
+    }
+
+    /// The slot holding `hash` (true), or the empty slot where it would go (false).
+    fn probe(&self, hash: u64) -> (usize, bool) {
+        let want = self.tagged(hash);
+        let mut i = Self::home(hash);
+        // At most half full: an empty slot is always found.
+        for _ in 0..DUP_SLOTS {
+            match self.slots.get(i) {
+                Some([h, _]) if *h == want => return (i, true),
+                Some([h, _]) if *h >> EPOCH_SHIFT == self.epoch => i = (i + 1) & (DUP_SLOTS - 1),
+                _ => break,
+            }
+        }
+        (i, false)
+    }
+
+    /// Start loading the home slot of `hash` into the cache.
+    fn prefetch(&self, hash: u64) {
+        crate::format::mapped::prefetch(&self.slots, Self::home(hash));
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+        self.epoch += 1;
+        if self.epoch > 255 {
+            self.slots.fill([0, 0]);
+            self.epoch = 1;
+        }
+    }
+}
 
 /// Two generations of `hash(UNIQ_KEY) -> first offset`. When the current one holds
 /// [`DUP_WINDOW`] keys it becomes the previous one and the oldest keys are forgotten. So every
 /// duplicate whose copies are fewer than [`DUP_WINDOW`] keyed records apart is found; farther
-/// apart ones are found only while the first copy is still remembered. 64-bit hashes are
-/// confirmed by comparing the keys before a finding is made.
+/// apart ones are found only while the first copy is still remembered. Hashes are confirmed by
+/// comparing the keys before a finding is made.
 struct DupWindow {
-    cur: IdMap,
-    prev: IdMap,
+    cur: KeyTable,
+    prev: KeyTable,
     pairs: Vec<(u64, u64)>,
     found: u64,
     forgotten: u64,
@@ -527,20 +595,41 @@ struct DupWindow {
 impl DupWindow {
     fn new() -> Self {
         DupWindow {
-            cur: IdMap::default(),
-            prev: IdMap::default(),
+            cur: KeyTable::new(),
+            prev: KeyTable::new(),
             pairs: Vec::new(),
             found: 0,
             forgotten: 0,
         }
     }
 
+    /// Add a batch of `(hash, offset)`, prefetching the home slots of the keys a few places
+    /// ahead: the tables are far bigger than the caches, and this way the misses overlap.
+    fn add_batch(&mut self, batch: &[(u64, u64)], cap: usize) {
+        const AHEAD: usize = 16;
+        for (i, &(h, pos)) in batch.iter().enumerate() {
+            if let Some(&(a, _)) = batch.get(i + AHEAD) {
+                self.cur.prefetch(a);
+                self.prev.prefetch(a);
+            }
+            self.add(h, pos, cap);
+        }
+    }
+
     fn add(&mut self, hash: u64, pos: u64, cap: usize) {
-        let hit = match self.cur.get_mut(&hash) {
-            Some(first) => Some(first),
-            None => self.prev.get_mut(&hash),
+        let (at, in_cur) = self.cur.probe(hash);
+        let hit = if in_cur {
+            Some((&mut self.cur, at))
+        } else {
+            match self.prev.probe(hash) {
+                (i, true) => Some((&mut self.prev, i)),
+                _ => None,
+            }
         };
-        if let Some(first) = hit {
+        if let Some((t, i)) = hit {
+            let Some(first) = t.slots.get_mut(i).map(|s| &mut s[1]) else {
+                return;
+            };
             let (a, b) = if pos < *first {
                 let old = *first;
                 *first = pos;
@@ -554,15 +643,24 @@ impl DupWindow {
             }
             return;
         }
-        if self.cur.len() >= DUP_WINDOW {
-            self.forgotten += self.prev.len() as u64;
-            self.prev = std::mem::take(&mut self.cur);
-            self.cur.reserve(DUP_WINDOW);
+        let at = if self.cur.len >= DUP_WINDOW {
+            self.forgotten += self.prev.len as u64;
+            std::mem::swap(&mut self.cur, &mut self.prev);
+            self.cur.clear();
+            self.cur.probe(hash).0
+        } else {
+            at
+        };
+        self.cur.allocate();
+        let tagged = self.cur.tagged(hash);
+        if let Some(slot) = self.cur.slots.get_mut(at) {
+            *slot = [tagged, pos];
+            self.cur.len += 1;
         }
-        self.cur.insert(hash, pos);
     }
 }
 
+/// A 64-bit hash of a UNIQ_KEY.
 fn key_hash64(key: &[u8]) -> u64 {
     let mut h = FastHasher(0x243F_6A88_85A3_08D3);
     h.write(key);
@@ -577,6 +675,14 @@ struct IdxFile {
     file: IndexFile<Mapped>,
     /// Entries `1..used` are in use.
     used: u32,
+}
+
+impl IdxFile {
+    #[inline]
+    fn entry(&self, geometry: IndexGeometry, n: u32) -> Option<IndexEntry> {
+        let at = usize::try_from(geometry.entry_pos(n)).ok()?;
+        IndexEntry::from_prefix(self.file.bytes().get(at..)?)
+    }
 }
 
 struct IndexStream {
@@ -596,12 +702,13 @@ struct Cursor {
 }
 
 impl IndexStream {
+    #[inline]
     fn entry(&self, c: Cursor) -> Option<IndexEntry> {
         let f = self.files.get(c.f)?;
         if c.n >= f.used {
             return None;
         }
-        f.file.entry(c.n).ok()
+        f.entry(self.geometry, c.n)
     }
 
     fn normalize(&self, mut c: Cursor) -> Cursor {
@@ -731,10 +838,31 @@ type CqIndex<'a> = FastMap<&'a str, FastMap<i32, (u64, &'a ConsumeQueue)>>;
 // ---------------------------------------------------------------------------------------------
 // The commitlog pass.
 
+/// The commitlog files, each mapped on first use, for the phases after the walk that read single
+/// records (units no record matched, duplicate keys).
+struct LazyMaps<'a> {
+    segs: &'a [Segment],
+    maps: Vec<OnceLock<Option<Mapped>>>,
+}
+
+impl<'a> LazyMaps<'a> {
+    fn new(segs: &'a [Segment]) -> Self {
+        LazyMaps {
+            segs,
+            maps: segs.iter().map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The map of file `i`; `None` when it cannot be mapped.
+    fn get(&self, i: usize) -> Option<&Mapped> {
+        let seg = self.segs.get(i)?;
+        self.maps.get(i)?.get_or_init(|| seg.map().ok()).as_ref()
+    }
+}
+
 struct Ctx<'a> {
     store: &'a Store,
     opts: &'a VerifyOptions,
-    maps: &'a [Option<Mapped>],
     walk_opts: recovery::WalkOptions,
     index: Option<&'a IndexStream>,
     cq_index: &'a CqIndex<'a>,
@@ -782,6 +910,9 @@ struct SegState<'c, 'a> {
     idx: IndexTally,
     cursor: Option<Cursor>,
     keys: Vec<i32>,
+    /// The last record's topic and its [`topic_prefix_hash`] (records of one topic come in runs).
+    prefix_topic: Vec<u8>,
+    prefix_hash: i32,
     dup_batch: Vec<(u64, u64)>,
     seen: u64,
     records: u64,
@@ -853,9 +984,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             return;
         }
         if let Ok(mut d) = self.ctx.dups.lock() {
-            for &(h, p) in &self.dup_batch {
-                d.add(h, p, self.ctx.opts.max_per_code);
-            }
+            d.add_batch(&self.dup_batch, self.ctx.opts.max_per_code);
         }
         self.dup_batch.clear();
     }
@@ -911,7 +1040,12 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
         if let Some(ix) = ctx.index {
             let mut keys = std::mem::take(&mut self.keys);
-            expected_index_keys(m, &p, &mut keys);
+            if self.prefix_topic != m.topic.as_bytes() {
+                self.prefix_topic.clear();
+                self.prefix_topic.extend_from_slice(m.topic.as_bytes());
+                self.prefix_hash = topic_prefix_hash(&m.topic);
+            }
+            expected_index_keys(m, &p, self.prefix_hash, &mut keys);
             self.index_record(
                 ix,
                 m,
@@ -926,7 +1060,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             if let Some(u) = p.uniq {
                 if !is_reput(m, &p) {
                     self.dup_batch.push((key_hash64(u), m.position));
-                    if self.dup_batch.len() >= 4096 {
+                    if self.dup_batch.len() >= 1024 {
                         self.flush_dups();
                     }
                 }
@@ -1303,7 +1437,9 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
             max_store_ts: 0,
         };
     };
-    let Some(map) = ctx.maps.get(i).and_then(Option::as_ref) else {
+    // The worker's own map, unmapped when the file is done (in parallel with the other
+    // workers); the later phases map a file again only if they must read a record in it.
+    let Ok(map) = seg.map() else {
         sink.push(Finding::new(
             "store.unreadable",
             &seg.path,
@@ -1331,6 +1467,8 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
         idx: IndexTally::default(),
         cursor: ctx.index.map(|ix| ix.seek(seg.start)),
         keys: Vec::new(),
+        prefix_topic: Vec::new(),
+        prefix_hash: topic_prefix_hash(""),
         dup_batch: Vec::new(),
         seen: 0,
         records: 0,
@@ -1340,7 +1478,7 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
         unreported: 0,
         open_maps: 0,
     };
-    let walk = recovery::walk_file(map, seg, &ctx.walk_opts, |m, place| st.visit(m, place));
+    let walk = recovery::walk_file(&map, seg, &ctx.walk_opts, |m, place| st.visit(m, place));
     if let Some(ix) = ctx.index {
         st.finish_index(ix, seg.start.saturating_add(map.len() as u64));
     }
@@ -1511,7 +1649,7 @@ fn first_unmatched(ranges: &[(u64, u64)], lo: u64, hi: u64) -> Option<u64> {
 struct CqCtx<'a> {
     store: &'a Store,
     opts: &'a VerifyOptions,
-    maps: &'a [Option<Mapped>],
+    maps: &'a LazyMaps<'a>,
     data_end: u64,
     cl_min: u64,
     plan: Option<&'a RecoveryPlan>,
@@ -1527,7 +1665,6 @@ fn record_at<'m>(c: &'m CqCtx<'_>, offset: u64) -> std::result::Result<MessageRe
     let map = c
         .maps
         .get(i)
-        .and_then(Option::as_ref)
         .ok_or_else(|| format!("{} cannot be read", seg.path.display()))?;
     let pos = usize::try_from(offset - seg.start).map_err(|e| e.to_string())?;
     match parse_record(map, pos, seg.start, false) {
@@ -1611,6 +1748,7 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
         };
         let chunks = map.chunks_exact(UNIT_SIZE);
         let rem = chunks.remainder().len();
+        let mut tail_from = None;
         for (i, chunk) in chunks.enumerate() {
             let fpos = (i * UNIT_SIZE) as u64;
             let q = f.start.saturating_add(fpos) / UNIT_SIZE as u64;
@@ -1618,13 +1756,8 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
                 continue;
             };
             if ended.is_some() {
-                if chunk.iter().any(|&b| b != 0) {
-                    torn.0 += 1;
-                    if torn.1.is_none() {
-                        torn.1 = Some((f.path.clone(), fpos));
-                    }
-                }
-                continue;
+                tail_from = Some(i * UNIT_SIZE);
+                break;
             }
             if !u.is_valid() {
                 ended = Some(q);
@@ -1733,6 +1866,9 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
                 );
             }
         }
+        if let Some(from) = tail_from {
+            count_torn_units(&map, from, &f.path, &mut torn);
+        }
         if rem != 0 {
             r.push(Finding::new(
                 "consumequeue.torn",
@@ -1802,6 +1938,34 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
 }
 
 /// File and position of queue offset `q` in a queue (the file may not exist).
+/// Count the units from byte `from` on that are not all zero (written after the queue ended),
+/// noting the first. The search for the first one skips the holes of a pre-allocated file.
+fn count_torn_units(
+    map: &[u8],
+    from: usize,
+    path: &Path,
+    torn: &mut (u64, Option<(PathBuf, u64)>),
+) {
+    let units_end = map.len() - map.len() % UNIT_SIZE;
+    let Some(first) = recovery::first_nonzero_from(map, from, path).filter(|&p| p < units_end)
+    else {
+        return;
+    };
+    let start = first - first % UNIT_SIZE;
+    for (i, unit) in map
+        .get(start..units_end)
+        .unwrap_or(&[])
+        .chunks_exact(UNIT_SIZE)
+        .enumerate()
+    {
+        if unit.iter().any(|&b| b != 0) {
+            torn.0 += 1;
+            torn.1
+                .get_or_insert_with(|| (path.to_path_buf(), (start + i * UNIT_SIZE) as u64));
+        }
+    }
+}
+
 fn unit_location(cq: &ConsumeQueue, q: u64) -> (PathBuf, u64) {
     let pos = q.saturating_mul(UNIT_SIZE as u64);
     let fs = cq.file_size.max(UNIT_SIZE as u64);
@@ -1843,8 +2007,7 @@ pub fn verify(
         None
     };
 
-    // Shared maps of the commitlog files.
-    let maps: Vec<Option<Mapped>> = segs.iter().map(|s| s.map().ok()).collect();
+    let maps = LazyMaps::new(segs);
 
     let mut cq_index: CqIndex<'_> = FastMap::default();
     for ((t, q), cq) in &store.queues {
@@ -1870,7 +2033,6 @@ pub fn verify(
     let ctx = Ctx {
         store,
         opts,
-        maps: &maps,
         walk_opts,
         index: index_stream.as_ref(),
         cq_index: &cq_index,
@@ -1894,71 +2056,56 @@ pub fn verify(
         next: 0,
         pending: BTreeMap::new(),
     });
-    // Index file structure checks run in the same worker pool as the commitlog files (one index
-    // file is one task), interleaved so a big index file does not wait for the whole scan.
-    enum Work {
-        Seg(usize),
-        Idx(usize),
-    }
-    let n_idx = if want_ix {
-        index_stream.as_ref().map_or(0, |ix| ix.files.len())
-    } else {
-        0
+    // The commitlog files go to the worker pool in order, so neighbouring files are read at the
+    // same time (the duplicate window and the merge buffer stay small). The index files'
+    // structure checks run on one more thread beside the pool: the operating system shares the
+    // cores among all of them, which balances better than queueing a whole index file behind
+    // one worker's commitlog file.
+    let n_idx = match (&index_stream, want_ix) {
+        (Some(ix), true) => ix.files.len(),
+        _ => 0,
     };
-    let mut work = Vec::new();
-    if scan {
-        for k in 0..segs.len().max(n_idx) {
-            if k < segs.len() {
-                work.push(Work::Seg(k));
-            }
-            if k < n_idx {
-                work.push(Work::Idx(k));
+    let threads = rayon::current_num_threads().max(1);
+    let check_index_files = || -> Vec<Vec<Finding>> {
+        let Some(ix) = index_stream.as_ref().filter(|_| n_idx > 0) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(n_idx);
+        for (j, f) in ix.files.iter().enumerate() {
+            let mut found = index_file_findings(ix, f);
+            found.extend(entries_outside_commitlog(store, ix, f));
+            out.push(found);
+            if let Some(p) = progress {
+                p(Phase::Index, j as u64 + 1, n_idx as u64);
             }
         }
-    }
-    let structure: Mutex<Vec<Vec<Finding>>> = Mutex::new((0..n_idx).map(|_| Vec::new()).collect());
-    let idx_done = AtomicU64::new(0);
-    {
-        // Workers take items in order, so neighbouring files are read at the same time (the
-        // duplicate window and the merge buffer stay small).
-        let next = AtomicUsize::new(0);
-        let threads = rayon::current_num_threads().max(1);
-        rayon::scope(|s| {
-            for _ in 0..threads {
-                s.spawn(|_| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    match work.get(i) {
-                        None => break,
-                        Some(Work::Seg(k)) => {
-                            let r = scan_segment(&ctx, *k);
+        out
+    };
+    let structure = std::thread::scope(|scope| {
+        let index_thread = (scan && n_idx > 0).then(|| scope.spawn(check_index_files));
+        if scan {
+            let next = AtomicUsize::new(0);
+            rayon::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(|_| {
+                        while let Some(k) =
+                            Some(next.fetch_add(1, Ordering::Relaxed)).filter(|&k| k < segs.len())
+                        {
+                            let r = scan_segment(&ctx, k);
                             if let Ok(mut m) = merged.lock() {
                                 m.take(r, store, opts.strict);
                             }
                         }
-                        Some(Work::Idx(j)) => {
-                            let Some(ix) = index_stream.as_ref() else {
-                                continue;
-                            };
-                            let Some(f) = ix.files.get(*j) else { continue };
-                            let v = index_file_findings(ix, f);
-                            if let Ok(mut st) = structure.lock() {
-                                if let Some(slot) = st.get_mut(*j) {
-                                    *slot = v;
-                                }
-                            }
-                            let d = idx_done.fetch_add(1, Ordering::Relaxed) + 1;
-                            if let Some(p) = progress {
-                                p(Phase::Index, d, n_idx as u64);
-                            }
-                        }
-                    }
-                });
-            }
-        });
-    }
-    let structure = structure
-        .into_inner()
-        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+                    });
+                }
+            });
+        }
+        match index_thread {
+            Some(t) => t.join().ok(),
+            None => Some(Vec::new()),
+        }
+    })
+    .ok_or_else(|| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
     let mut merged = merged
         .into_inner()
         .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
@@ -2274,9 +2421,8 @@ fn open_index(store: &Store, report: bool, sink: &mut Sink) -> Option<IndexStrea
     let mut unreadable = Vec::new();
     let mut mismatched = 0usize;
     for p in &store.index_files {
-        // verify reads every slot and entry: fault the whole file in at once
-        let opened = Mapped::open_populated(p)
-            .and_then(|m| IndexFile::new(m, geometry).map_err(|e| e.in_file(p, 0)));
+        let opened =
+            Mapped::open(p).and_then(|m| IndexFile::new(m, geometry).map_err(|e| e.in_file(p, 0)));
         match opened {
             Ok(f) => {
                 let used = (f.header().effective_index_count().max(1) as u32).min(geometry.entries);
@@ -2514,7 +2660,7 @@ fn walk_findings(
 
 fn dup_findings(
     store: &Store,
-    maps: &[Option<Mapped>],
+    maps: &LazyMaps<'_>,
     dups: &DupWindow,
     sink: &mut Sink,
     opts: &VerifyOptions,
@@ -2822,18 +2968,69 @@ fn missing_findings(
 
 /// The structure of one index file (`check_file`: header, slots, chains, zeros).
 fn index_file_findings(ix: &IndexStream, f: &IdxFile) -> Vec<Finding> {
-    check_file(f.file.bytes(), ix.geometry)
-        .into_iter()
-        .map(|p| {
-            let code = if p.offset < 40 {
-                "index.header_mismatch"
-            } else {
-                "index.bad_chain"
-            };
-            Finding::new(code, &f.path, p.offset, p.what)
-                .with_action("the broker trusts the file: lookups through this part miss or loop")
-        })
-        .collect()
+    let bytes = f.file.bytes();
+    check_file_with(bytes, ix.geometry, |from| {
+        recovery::first_nonzero_from(bytes, from, &f.path)
+    })
+    .into_iter()
+    .map(|p| {
+        let code = if p.offset < 40 {
+            "index.header_mismatch"
+        } else {
+            "index.bad_chain"
+        };
+        Finding::new(code, &f.path, p.offset, p.what)
+            .with_action("the broker trusts the file: lookups through this part miss or loop")
+    })
+    .collect()
+}
+
+/// Entries of one index file outside the commitlog: below its first offset (expired) or past
+/// the end of its last file.
+fn entries_outside_commitlog(store: &Store, ix: &IndexStream, f: &IdxFile) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let cl_min = store.commitlog.min_offset() as i64;
+    let cl_end = store
+        .commitlog
+        .segments
+        .last()
+        .map_or(0, |s| s.start.saturating_add(s.len)) as i64;
+    let mut stale = 0u64;
+    let mut past: Option<(u32, i64)> = None;
+    let mut past_n = 0u64;
+    for n in 1..f.used {
+        let Some(e) = f.entry(ix.geometry, n) else {
+            break;
+        };
+        if e.phy_offset < cl_min {
+            stale += 1;
+        } else if e.phy_offset >= cl_end {
+            past_n += 1;
+            past.get_or_insert((n, e.phy_offset));
+        }
+    }
+    if stale > 0 {
+        out.push(Finding::new(
+            "index.stale_entry",
+            &f.path,
+            0,
+            format!(
+                "{stale} entries point below the commitlog's first offset {cl_min} (expired data)"
+            ),
+        ));
+    }
+    if let Some((n, o)) = past {
+        out.push(
+            Finding::new(
+                "index.dangling_entry",
+                &f.path,
+                ix.geometry.entry_pos(n),
+                format!("{past_n} entries from entry {n} point past the commitlog's end of data (first: offset {o})"),
+            )
+            .with_action("queries that reach them read nothing"),
+        );
+    }
+    out
 }
 
 fn index_findings(
@@ -2896,47 +3093,6 @@ fn index_findings(
             p.offset,
             p.what,
         ));
-    }
-    // Entries outside the commitlog: below its first offset (expired) or past its data.
-    let cl_min = store.commitlog.min_offset() as i64;
-    let end = merged.data_end as i64;
-    let last_seg_end = store
-        .commitlog
-        .segments
-        .last()
-        .map_or(0, |s| s.start.saturating_add(s.len)) as i64;
-    for f in &ix.files {
-        let mut stale = 0u64;
-        let mut past: Option<(u32, i64)> = None;
-        let mut past_n = 0u64;
-        for n in 1..f.used {
-            let Ok(e) = f.file.entry(n) else { break };
-            if e.phy_offset < cl_min {
-                stale += 1;
-            } else if e.phy_offset >= last_seg_end.max(end) {
-                past_n += 1;
-                past.get_or_insert((n, e.phy_offset));
-            }
-        }
-        if stale > 0 {
-            sink.push(Finding::new(
-                "index.stale_entry",
-                &f.path,
-                0,
-                format!("{stale} entries point below the commitlog's first offset {cl_min} (expired data)"),
-            ));
-        }
-        if let Some((n, o)) = past {
-            sink.push(
-                Finding::new(
-                    "index.dangling_entry",
-                    &f.path,
-                    ix.geometry.entry_pos(n),
-                    format!("{past_n} entries from entry {n} point past the commitlog's end of data (first: offset {o})"),
-                )
-                .with_action("queries that reach them read nothing"),
-            );
-        }
     }
     if merged.idx.lag > 0 {
         if let Some(first) = merged.idx.first_lag {
@@ -3188,7 +3344,7 @@ mod tests {
                     let d = dispatch(&m, &store.geometry).unwrap();
                     let p = Props::of(&m);
                     let mut keys = Vec::new();
-                    expected_index_keys(&m, &p, &mut keys);
+                    expected_index_keys(&m, &p, topic_prefix_hash(&m.topic), &mut keys);
                     let want: Vec<i32> = d
                         .index_keys
                         .iter()
@@ -3248,6 +3404,31 @@ mod tests {
         // an earlier copy arriving later still names the first offset
         d.add(1, 50, 10);
         assert_eq!(d.pairs.last(), Some(&(50, 100)));
+    }
+
+    #[test]
+    fn dup_window_keeps_two_generations() {
+        let mut d = DupWindow::new();
+        // distinct keys in threes with one home slot (they differ only above the slot bits)
+        let key = |k: u64| ((k % 3) << 40) + 7 + k / 3 * 8;
+        let batch: Vec<(u64, u64)> = (0..DUP_WINDOW as u64).map(|k| (key(k), k)).collect();
+        d.add_batch(&batch, 10);
+        assert_eq!((d.found, d.forgotten), (0, 0));
+        d.add(batch[5].0, 1_000_000, 10);
+        // a new key makes the full generation the previous one
+        d.add(batch[5].0 ^ 0xFFFF_0000, 1_000_001, 10);
+        assert_eq!(d.found, 1);
+        assert_eq!(d.pairs, vec![(5, 1_000_000)]);
+        // filling one more generation forgets the first
+        let next: Vec<(u64, u64)> = (0..DUP_WINDOW as u64)
+            .map(|k| (u64::MAX - k, 2_000_000 + k))
+            .collect();
+        d.add_batch(&next, 10);
+        d.add(u64::MAX, 9_000_000, 10);
+        assert_eq!(d.found, 2, "a key of the previous generation");
+        assert_eq!(d.forgotten, DUP_WINDOW as u64);
+        d.add(batch[9].0, 9_000_001, 10);
+        assert_eq!(d.found, 2, "keys two generations back are forgotten");
     }
 
     #[test]

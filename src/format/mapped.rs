@@ -1,7 +1,7 @@
 //! Read-only access to a whole file: a memory map, or the bytes read into memory.
 //!
-//! This module holds the crate's only `unsafe` block. The contract it accepts: the file is not
-//! truncated while mapped. A live broker never truncates a commitlog file it is writing, but a
+//! This module holds the crate's only `unsafe` blocks: mapping a file, and the prefetch hint of
+//! [`prefetch`]. The contract mapping accepts: the file is not truncated while mapped. A live broker never truncates a commitlog file it is writing, but a
 //! broker restarting into recovery can; stop the broker (or work on a copy) before running
 //! commands that read a whole store, or a SIGBUS can end the process.
 
@@ -37,26 +37,6 @@ impl Mapped {
         // SAFETY: the map is read-only and private to this process. The file must not shrink
         // while mapped (module doc); everything reading the map checks bounds against its length.
         let map = unsafe { memmap2::MmapOptions::new().map(&file) };
-        match map {
-            Ok(map) => Ok(Mapped {
-                path: path.to_path_buf(),
-                bytes: Bytes::Map(map),
-            }),
-            Err(_) => Self::read(path),
-        }
-    }
-
-    /// Map `path` read-only with every page faulted in up front (`MAP_POPULATE`): for walks that
-    /// read the whole file, one batched fault is much cheaper than one per page.
-    pub fn open_populated(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
-        if len == 0 {
-            return Self::read(path);
-        }
-        #[allow(unsafe_code)]
-        // SAFETY: as in `open`: read-only, private, bounds checked by every reader.
-        let map = unsafe { memmap2::MmapOptions::new().populate().map(&file) };
         match map {
             Ok(map) => Ok(Mapped {
                 path: path.to_path_buf(),
@@ -110,4 +90,23 @@ impl AsRef<[u8]> for Mapped {
     fn as_ref(&self) -> &[u8] {
         self
     }
+}
+
+/// Ask the processor to start loading the cache line of `items[at]` (nothing happens when `at` is
+/// out of bounds). A hint only: it never faults and changes no data. Walks over mapped files use
+/// it ahead of the records they parse, lookups in big tables ahead of the keys they check.
+#[inline]
+pub fn prefetch<T>(items: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(b) = items.get(at) {
+        #[allow(unsafe_code)]
+        // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 processor has; a prefetch does not
+        // read into the program, never faults and the address is inside `items` anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(b).cast::<i8>());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (items, at);
 }

@@ -286,10 +286,11 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Map the file read-only.
-    /// Map the file for a walk over all of it (pages faulted in up front).
+    /// Map the file read-only for a walk over all of it. Pages are faulted in as the walk reaches
+    /// them (the kernel maps several per fault and reads ahead): populating the map up front
+    /// would also fill the holes of a sparse, pre-allocated file with zeroed pages.
     pub fn map(&self) -> Result<Mapped> {
-        let m = Mapped::open_populated(&self.path)?;
+        let m = Mapped::open(&self.path)?;
         m.advise_sequential();
         Ok(m)
     }

@@ -29,7 +29,7 @@ use super::bytes::{i32_at, i64_at};
 use super::error::{ErrorKind, ParseError};
 use super::java::string_hash;
 
-pub use check::{check_file, check_sequence, Problem};
+pub use check::{check_file, check_file_with, check_sequence, Problem};
 pub use infer::{check_geometry, infer_geometry, InferResult, Inference};
 pub use read::{query_offsets, select_phy_offsets, Entries, IndexFile, QueryOffsetResult};
 pub use write::{
@@ -219,6 +219,19 @@ pub struct IndexEntry {
 }
 
 impl IndexEntry {
+    /// The entry in the first 20 bytes of `b`, or `None` when `b` is shorter.
+    #[inline]
+    pub fn from_prefix(b: &[u8]) -> Option<Self> {
+        let b: &[u8; INDEX_SIZE] = b.get(..INDEX_SIZE)?.try_into().ok()?;
+        let [h0, h1, h2, h3, o0, o1, o2, o3, o4, o5, o6, o7, t0, t1, t2, t3, p0, p1, p2, p3] = *b;
+        Some(IndexEntry {
+            key_hash: i32::from_be_bytes([h0, h1, h2, h3]),
+            phy_offset: i64::from_be_bytes([o0, o1, o2, o3, o4, o5, o6, o7]),
+            time_diff: i32::from_be_bytes([t0, t1, t2, t3]),
+            prev: i32::from_be_bytes([p0, p1, p2, p3]),
+        })
+    }
+
     /// Parse 20 bytes at `pos` of `buf`; `pos` is also the offset an error names.
     pub fn read_at(buf: &[u8], pos: usize) -> Result<Self, ParseError> {
         let truncated = || {
