@@ -398,7 +398,7 @@ where
     let mut w = FileWalk::new(seg, len);
     let mut stopped: Option<(usize, StopReason)> = None;
     let mut pos = 0usize;
-    let mut ahead = ReadAhead::default();
+    let mut ahead = crate::format::mapped::ReadAhead::default();
     loop {
         ahead.touch(buf, pos);
         match parse_record(buf, pos, seg.start, false) {
@@ -532,30 +532,6 @@ where
     w.stop_pos = stop_pos as u64;
     w.stop = stop;
     w
-}
-
-/// Prefetches every cache line a few KiB ahead of a walk. Parsing a record reads its header and
-/// then, past the body, its topic and properties, before the body CRC streams through the body:
-/// without this, that jump waits for memory on every record (and the processor's own prefetchers
-/// stop at page boundaries).
-#[derive(Default)]
-pub(crate) struct ReadAhead {
-    next: usize,
-}
-
-impl ReadAhead {
-    const DISTANCE: usize = 8 << 10;
-    const LINE: usize = 64;
-
-    #[inline]
-    pub(crate) fn touch(&mut self, buf: &[u8], pos: usize) {
-        let until = pos.saturating_add(Self::DISTANCE).min(buf.len());
-        self.next = self.next.max(pos);
-        while self.next < until {
-            crate::format::mapped::prefetch(buf, self.next);
-            self.next += Self::LINE;
-        }
-    }
 }
 
 /// True when the record at `at` is older than the last good record of the walk so far: left

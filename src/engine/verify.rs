@@ -270,6 +270,34 @@ fn separator_bits(w: u64) -> u64 {
     zero_bytes(w ^ ONES) | zero_bytes(w ^ (ONES * 2))
 }
 
+/// Bit `i` set where byte `i` of `block` (at most 64 bytes) is 0x01 or 0x02.
+#[inline]
+fn separator_mask(block: &[u8]) -> u64 {
+    // The high bits of a word's bytes, gathered into its top byte by one multiplication.
+    let word_mask = |w: [u8; 8]| {
+        separator_bits(u64::from_le_bytes(w)).wrapping_mul(0x0002_0408_1020_4081) >> 56
+    };
+    let words = block.chunks_exact(8);
+    let rest = words.remainder();
+    let mut mask = 0u64;
+    let mut shift = 0;
+    for w in words {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        mask |= word_mask(a) << shift;
+        shift += 8;
+    }
+    if !rest.is_empty() && shift < 64 {
+        // Padded with zeros, which are not separators.
+        let mut a = [0u8; 8];
+        for (d, &c) in a.iter_mut().zip(rest) {
+            *d = c;
+        }
+        mask |= word_mask(a) << shift;
+    }
+    mask
+}
+
 /// The name/value pairs of a properties block, as `Properties::iter_raw` yields them
 /// (`MessageDecoder.string2messageProperties`): split at 0x02; a segment counts only when its
 /// first 0x01 leaves a non-empty name and value.
@@ -285,22 +313,12 @@ fn for_each_property<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) {
             }
         }
     };
-    // Eight bytes at a time, the last word padded with zeros (which are not separators).
-    let words = b.chunks_exact(8);
-    let mut tail = [0u8; 8];
-    if let Some(d) = tail.get_mut(..words.remainder().len()) {
-        d.copy_from_slice(words.remainder());
-    }
-    let whole = words.map(|c| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        w
-    });
-    for (k, w) in whole.chain(std::iter::once(tail)).enumerate() {
-        let mut bits = separator_bits(u64::from_le_bytes(w));
-        while bits != 0 {
-            let j = k * 8 + bits.trailing_zeros() as usize / 8;
-            bits &= bits - 1;
+    // A bit per byte, 64 bytes at a time: one loop exit per block, not per word.
+    for (n, block) in b.chunks(64).enumerate() {
+        let mut mask = separator_mask(block);
+        while mask != 0 {
+            let j = n * 64 + mask.trailing_zeros() as usize;
+            mask &= mask - 1;
             if b.get(j) == Some(&1) {
                 eq = eq.or(Some(j));
             } else {
@@ -711,6 +729,15 @@ impl IndexStream {
         f.entry(self.geometry, c.n)
     }
 
+    /// Start loading the entries a few places after `c` (the next records read them).
+    fn prefetch_ahead(&self, c: Cursor) {
+        if let Some(f) = self.files.get(c.f) {
+            if let Ok(at) = usize::try_from(self.geometry.entry_pos(c.n.saturating_add(16))) {
+                crate::format::mapped::prefetch(f.file.bytes(), at);
+            }
+        }
+    }
+
     fn normalize(&self, mut c: Cursor) -> Cursor {
         while let Some(f) = self.files.get(c.f) {
             if c.n >= 1 && c.n < f.used {
@@ -910,17 +937,38 @@ struct SegState<'c, 'a> {
     idx: IndexTally,
     cursor: Option<Cursor>,
     keys: Vec<i32>,
-    /// The last record's topic and its [`topic_prefix_hash`] (records of one topic come in runs).
-    prefix_topic: Vec<u8>,
-    prefix_hash: i32,
+    /// The hashes of the last record's topic (records of one topic often come in runs).
+    topic: TopicHashes,
     dup_batch: Vec<(u64, u64)>,
-    seen: u64,
+    /// Records to skip before the next sampled one.
+    until_sample: u64,
     records: u64,
     bytes: u64,
     data_end: u64,
     max_store_ts: i64,
     unreported: u64,
     open_maps: usize,
+}
+
+/// A topic with the hashes the per-record checks need of it.
+struct TopicHashes {
+    name: Vec<u8>,
+    /// Key of the worker's queue map.
+    map_hash: u64,
+    /// [`topic_prefix_hash`], where index key hashes start.
+    prefix_hash: i32,
+}
+
+impl TopicHashes {
+    fn of(topic: &str) -> Self {
+        let mut h = FastHasher(0);
+        h.write(topic.as_bytes());
+        TopicHashes {
+            name: topic.as_bytes().to_vec(),
+            map_hash: h.finish(),
+            prefix_hash: topic_prefix_hash(topic),
+        }
+    }
 }
 
 /// Above this many mapped consume queue files, a worker drops its cached maps (they are dropped
@@ -947,6 +995,8 @@ fn sq_unit(sq: &mut SegQueue<'_>, q: u64, opened: &mut usize) -> Option<CqUnit> 
     }
     let (start, _, map) = sq.map.as_ref()?;
     let at = usize::try_from(pos - start).ok()?;
+    // The queue's later records read the units after this one.
+    crate::format::mapped::prefetch(map, at + 16 * UNIT_SIZE);
     CqUnit::from_bytes(map.get(at..)?)
 }
 
@@ -1009,7 +1059,6 @@ impl<'c, 'a> SegState<'c, 'a> {
         let ctx = self.ctx;
         let o = ctx.opts;
         let size = m.raw.len() as u64;
-        self.seen += 1;
         self.records += 1;
         self.bytes += size;
         self.unreported += size;
@@ -1017,8 +1066,17 @@ impl<'c, 'a> SegState<'c, 'a> {
         self.max_store_ts = self.max_store_ts.max(m.store_timestamp);
         let pos = m.position - self.seg_start;
         let in_topic = o.in_topic(&m.topic);
-        let sampled = (self.seen - 1) % o.sample.max(1) == 0;
+        // Every `sample`-th record (counted down: no division per record).
+        let sampled = self.until_sample == 0;
+        self.until_sample = if sampled {
+            o.sample.max(1) - 1
+        } else {
+            self.until_sample - 1
+        };
         let p = Props::of(m);
+        if self.topic.name != m.topic.as_bytes() {
+            self.topic = TopicHashes::of(&m.topic);
+        }
 
         if o.strict && in_topic && o.wants(Part::Commitlog) {
             self.strict_checks(m, &p, pos);
@@ -1040,12 +1098,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
         if let Some(ix) = ctx.index {
             let mut keys = std::mem::take(&mut self.keys);
-            if self.prefix_topic != m.topic.as_bytes() {
-                self.prefix_topic.clear();
-                self.prefix_topic.extend_from_slice(m.topic.as_bytes());
-                self.prefix_hash = topic_prefix_hash(&m.topic);
-            }
-            expected_index_keys(m, &p, self.prefix_hash, &mut keys);
+            expected_index_keys(m, &p, self.topic.prefix_hash, &mut keys);
             self.index_record(
                 ix,
                 m,
@@ -1170,11 +1223,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         let ctx = self.ctx;
         let strict = ctx.opts.strict;
         let topic: &str = &m.topic;
-        let th = {
-            let mut h = FastHasher(0);
-            h.write(topic.as_bytes());
-            h.finish()
-        };
+        let th = self.topic.map_hash;
         let sq = self.queues.entry((th, m.queue_id)).or_insert_with(|| {
             let found = ctx
                 .cq_index
@@ -1273,6 +1322,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             Some(c) => c,
             None => return,
         };
+        ix.prefetch_ahead(c);
         // Entries before this record point inside the previous record or between records.
         while let Some(e) = ix.entry(c) {
             if e.phy_offset >= x {
@@ -1467,10 +1517,9 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
         idx: IndexTally::default(),
         cursor: ctx.index.map(|ix| ix.seek(seg.start)),
         keys: Vec::new(),
-        prefix_topic: Vec::new(),
-        prefix_hash: topic_prefix_hash(""),
+        topic: TopicHashes::of(""),
         dup_batch: Vec::new(),
-        seen: 0,
+        until_sample: 0,
         records: 0,
         bytes: 0,
         data_end: 0,

@@ -183,7 +183,11 @@ pub fn parse_message(
         reconsume_times,
         prepared_transaction_offset,
         body,
-        topic: String::from_utf8_lossy(topic),
+        // Topic names are ASCII: the strict check is the fast path.
+        topic: match std::str::from_utf8(topic) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(topic),
+        },
         properties: Properties(properties),
         body_len_pos,
     })
@@ -210,6 +214,7 @@ pub struct RecordIter<'a> {
     pos: usize,
     check_crc: bool,
     end: SegmentEnd,
+    ahead: crate::format::mapped::ReadAhead,
 }
 
 impl<'a> RecordIter<'a> {
@@ -232,6 +237,7 @@ impl<'a> RecordIter<'a> {
             pos,
             check_crc,
             end: SegmentEnd::Running,
+            ahead: Default::default(),
         }
     }
 
@@ -253,6 +259,7 @@ impl<'a> Iterator for RecordIter<'a> {
         if self.end != SegmentEnd::Running {
             return None;
         }
+        self.ahead.touch(self.buf, self.pos);
         match parse_record(self.buf, self.pos, self.file_start, self.check_crc) {
             Ok(Record::Message(m)) => {
                 self.pos += m.raw.len();

@@ -121,9 +121,17 @@ pub fn check_file_with(
 
     let mut prev_offset: Option<i64> = None;
     let mut last: Option<IndexEntry> = None;
-    for n in 1..used_end {
+    let first = pos(geometry.entry_pos(1));
+    let in_use = bytes
+        .get(first..)
+        .unwrap_or(&[])
+        .chunks_exact(INDEX_SIZE)
+        .take(used_end.saturating_sub(1) as usize);
+    for (n, raw) in (1u32..).zip(in_use) {
         let p = geometry.entry_pos(n);
-        let Some(e) = entry(n) else { break };
+        let Some(e) = IndexEntry::from_prefix(raw) else {
+            break;
+        };
         if e.is_zero() {
             out.push(p, format!("entry {n} is all zero but indexCount is {c}"));
         }
