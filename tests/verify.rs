@@ -484,6 +484,44 @@ fn consume_queue_unit_pointing_at_the_wrong_record() {
 }
 
 #[test]
+fn units_written_after_a_queue_ends_in_a_sparse_file() {
+    let (_t, root) = copy_store(&fixture("store-4.9"));
+    let dir = root.join("consumequeue/OrderTopic/0");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let last = files.last().unwrap().clone();
+    let b = std::fs::read(&last).unwrap();
+    let end = b
+        .chunks_exact(UNIT_SIZE)
+        .position(|u| u.iter().all(|&x| x == 0))
+        .unwrap();
+    // The file as the broker leaves it: the units in use, then a hole to the full size.
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(&last).unwrap();
+    f.set_len((end * UNIT_SIZE) as u64).unwrap();
+    f.set_len(b.len() as u64).unwrap();
+    // Two stray units well past the end, written in place (the hole before them stays).
+    let stray = (end + 40) * UNIT_SIZE;
+    assert!(stray + 2 * UNIT_SIZE <= b.len());
+    f.write_all_at(&[7], stray as u64 + 3).unwrap();
+    f.write_all_at(&[1], (stray + 2 * UNIT_SIZE - 1) as u64)
+        .unwrap();
+    drop(f);
+    let r = verify_json(&root, &[]);
+    let torn = r.with_code("consumequeue.torn");
+    assert_eq!(torn.len(), 1, "{:#?}", r.findings);
+    assert!(same_file(torn[0], &last));
+    assert_eq!(torn[0]["offset"], stray as u64);
+    assert!(torn[0]["message"]
+        .as_str()
+        .unwrap()
+        .contains("2 non-zero units"));
+}
+
+#[test]
 fn corrupt_consumer_offsets_with_a_good_backup() {
     let (_t, root) = copy_store(&fixture("store-4.9"));
     let main = root.join("config/consumerOffset.json");

@@ -3424,9 +3424,13 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (x >> 33) as u32
         };
-        for _ in 0..3000 {
-            let len = (next() % 64) as usize;
-            let alphabet = [1u8, 2, b'a', b'K', b'=', 0xC3, 0xA9, b' '];
+        for _ in 0..5000 {
+            // several 64-byte blocks, and bytes next to the separators in value (0, 3, 0x81,
+            // 0x82) that a word-at-a-time search must not take for them
+            let len = (next() % 300) as usize;
+            let alphabet = [
+                1u8, 2, b'a', b'K', b'=', 0xC3, 0xA9, b' ', 0, 3, 0x81, 0x82, 0xFF,
+            ];
             let b: Vec<u8> = (0..len)
                 .map(|_| alphabet[(next() % alphabet.len() as u32) as usize])
                 .collect();

@@ -19,12 +19,19 @@ pub struct Problem {
     pub what: String,
 }
 
-struct Sink {
+pub(super) struct Sink {
     problems: Vec<Problem>,
     dropped: u64,
 }
 
 impl Sink {
+    pub(super) fn new() -> Self {
+        Sink {
+            problems: Vec::new(),
+            dropped: 0,
+        }
+    }
+
     fn push(&mut self, offset: u64, what: String) {
         if self.problems.len() < MAX_PROBLEMS {
             self.problems.push(Problem { offset, what });
@@ -33,7 +40,7 @@ impl Sink {
         }
     }
 
-    fn finish(mut self) -> Vec<Problem> {
+    pub(super) fn finish(mut self) -> Vec<Problem> {
         if self.dropped > 0 {
             self.problems.push(Problem {
                 offset: 0,
@@ -62,10 +69,7 @@ pub fn check_file_with(
     geometry: IndexGeometry,
     first_nonzero_from: impl Fn(usize) -> Option<usize>,
 ) -> Vec<Problem> {
-    let mut out = Sink {
-        problems: Vec::new(),
-        dropped: 0,
-    };
+    let mut out = Sink::new();
     if let Err(k) = geometry.validate() {
         out.push(0, k.to_string());
         return out.finish();
@@ -273,7 +277,11 @@ pub fn check_file_with(
 /// it. One sequential pass over the entries with a table of the last entry per slot, and one over
 /// the slots, prove every chain stays in its bucket and every entry is referenced exactly once,
 /// without the random reads of following each prev.
-fn chains_as_written(bytes: &[u8], geometry: IndexGeometry, used_end: u32) -> Option<i64> {
+pub(super) fn chains_as_written(
+    bytes: &[u8],
+    geometry: IndexGeometry,
+    used_end: u32,
+) -> Option<i64> {
     let slots = usize::try_from(geometry.slots).ok()?;
     // `NONE` for a slot no entry was put into yet. Not zero on purpose: a `vec!` of zeros comes
     // from calloc, whose pages are the shared zero page until written, and each first write
@@ -316,7 +324,7 @@ fn chains_as_written(bytes: &[u8], geometry: IndexGeometry, used_end: u32) -> Op
 /// Chains entry by entry (for a file whose chains are not as written): prev fields in range and
 /// in the same bucket, slots in range and naming an entry of their bucket, every entry in use
 /// referenced exactly once. Returns the number of used slots.
-fn check_chains(
+pub(super) fn check_chains(
     bytes: &[u8],
     geometry: IndexGeometry,
     used_end: u32,
@@ -398,10 +406,7 @@ fn check_chains(
 /// at most the next file's begin values (check 25). Offsets are header field positions; the
 /// description names the file.
 pub fn check_sequence(files: &[(&str, IndexHeader)]) -> Vec<Problem> {
-    let mut out = Sink {
-        problems: Vec::new(),
-        dropped: 0,
-    };
+    let mut out = Sink::new();
     let mut prev: Option<(&str, IndexHeader)> = None;
     for &(name, h) in files {
         if parse_file_name_naive(name).is_none() {

@@ -939,6 +939,51 @@ fn check_finds_corruption() {
 }
 
 #[test]
+fn fast_chain_check_agrees_with_the_entry_by_entry_one() {
+    let g = IndexGeometry::new(7, 500);
+    let good = build_files(g, &synthetic(300))[0].file.to_bytes();
+    let count = IndexHeader::from_bytes(&good).unwrap().index_count.max(1);
+    let used = count as u32;
+    let slow = |b: &[u8]| {
+        let mut sink = check::Sink::new();
+        let n = check::check_chains(b, g, used, count, &mut sink);
+        (n, sink.finish())
+    };
+    let (slots, problems) = slow(&good);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(slots > 0);
+    assert_eq!(check::chains_as_written(&good, g, used), Some(slots));
+    // Flip bits in the slot table and the entries: the one-pass check accepts exactly the files
+    // the entry-by-entry check finds nothing wrong with, and counts the same slots.
+    let (from, to) = (g.slot_pos(0) as usize, g.entry_pos(used) as usize);
+    let mut x: u64 = 0x9E37_79B9;
+    let mut rejected = 0;
+    for _ in 0..3000 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let at = from + (x >> 33) as usize % (to - from);
+        let mut b = good.clone();
+        b[at] ^= 1 << ((x >> 20) % 8);
+        let (n, problems) = slow(&b);
+        match check::chains_as_written(&b, g, used) {
+            Some(fast) => {
+                assert!(problems.is_empty(), "byte {at}: {problems:?}");
+                assert_eq!(fast, n, "byte {at}");
+            }
+            None => {
+                assert!(
+                    !problems.is_empty(),
+                    "byte {at}: rejected by the one-pass check only"
+                );
+                rejected += 1;
+            }
+        }
+    }
+    assert!(rejected > 100, "{rejected}");
+}
+
+#[test]
 fn open_errors_name_offsets() {
     let g = IndexGeometry::new(7, 50);
     let good = build_files(g, &synthetic(20))[0].file.to_bytes();
