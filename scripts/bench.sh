@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-${TMPDIR:-/tmp}/rmqstore-bench}
 n=${2:-2000000}
-cargo build --release --examples >/dev/null
+cargo build --release --bins --examples >/dev/null
 bin=target/release/rmqstore
 t() { /usr/bin/time -f "  %e s wall, %M KiB max RSS" "$@"; }
 cold() { sync; if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; echo "  (cold cache)"; fi; }
@@ -21,8 +21,13 @@ t sh -c "cat '$dir'/commitlog/* > /dev/null"
 echo "== read every record, CRC checked, files in parallel"
 cold; target/release/examples/scan "$dir"
 target/release/examples/scan "$dir"
-echo "== verify"
+echo "== verify (first run also reads the consume queues and index files into the page cache)"
 t $bin verify "$dir" >/dev/null || true
+echo "== verify warm, three runs, each next to a warm cat"
+for _ in 1 2 3; do
+  t sh -c "cat '$dir'/commitlog/* > /dev/null"
+  t $bin verify "$dir" >/dev/null || true
+done
 echo "== dump commitlog --json > /dev/null"
 t sh -c "$bin dump commitlog '$dir' --json > /dev/null"
 echo "== rebuild --out"

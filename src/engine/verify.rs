@@ -260,22 +260,18 @@ struct Props<'a> {
     crc32: bool,
 }
 
-/// The high bit of each byte of `w` set where that byte is 0x01 or 0x02, exactly (no false
-/// positives from borrows, unlike the usual "has a zero byte" test).
+/// Bit `i` set where byte `i` of `block` (at most 64 bytes) is 0x02, the byte that ends a
+/// property. Eight bytes at a time: a byte is 0x02 when it XOR 0x02 is zero, tested exactly (no
+/// false positives from borrows); the high bits of a word's bytes are then gathered into its top
+/// byte by one multiplication.
 #[inline]
-fn separator_bits(w: u64) -> u64 {
+fn property_ends(block: &[u8]) -> u64 {
     const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    let zero_bytes = |v: u64| !(((v & LOW7).wrapping_add(LOW7)) | v | LOW7);
-    zero_bytes(w ^ ONES) | zero_bytes(w ^ (ONES * 2))
-}
-
-/// Bit `i` set where byte `i` of `block` (at most 64 bytes) is 0x01 or 0x02.
-#[inline]
-fn separator_mask(block: &[u8]) -> u64 {
-    // The high bits of a word's bytes, gathered into its top byte by one multiplication.
+    const TWOS: u64 = 0x0202_0202_0202_0202;
     let word_mask = |w: [u8; 8]| {
-        separator_bits(u64::from_le_bytes(w)).wrapping_mul(0x0002_0408_1020_4081) >> 56
+        let v = u64::from_le_bytes(w) ^ TWOS;
+        let zero_bytes = !(((v & LOW7).wrapping_add(LOW7)) | v | LOW7);
+        zero_bytes.wrapping_mul(0x0002_0408_1020_4081) >> 56
     };
     let words = block.chunks_exact(8);
     let rest = words.remainder();
@@ -288,7 +284,7 @@ fn separator_mask(block: &[u8]) -> u64 {
         shift += 8;
     }
     if !rest.is_empty() && shift < 64 {
-        // Padded with zeros, which are not separators.
+        // Padded with zeros, which end nothing.
         let mut a = [0u8; 8];
         for (d, &c) in a.iter_mut().zip(rest) {
             *d = c;
@@ -298,57 +294,76 @@ fn separator_mask(block: &[u8]) -> u64 {
     mask
 }
 
-/// The name/value pairs of a properties block, as `Properties::iter_raw` yields them
-/// (`MessageDecoder.string2messageProperties`): split at 0x02; a segment counts only when its
-/// first 0x01 leaves a non-empty name and value.
-fn for_each_property<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8], &'a [u8])) {
+/// Each `name 0x01 value` segment of a properties block, split at 0x02
+/// (`MessageDecoder.string2messageProperties`), 64 bytes at a time.
+#[inline]
+fn for_each_segment<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8])) {
     let mut start = 0;
-    let mut eq = None;
-    let mut emit = |start: usize, eq: Option<usize>, end: usize| {
-        if let Some(e) = eq {
-            if e > start && e + 1 < end {
-                if let (Some(name), Some(value)) = (b.get(start..e), b.get(e + 1..end)) {
-                    f(name, value);
-                }
-            }
-        }
-    };
-    // A bit per byte, 64 bytes at a time: one loop exit per block, not per word.
     for (n, block) in b.chunks(64).enumerate() {
-        let mut mask = separator_mask(block);
+        let mut mask = property_ends(block);
         while mask != 0 {
-            let j = n * 64 + mask.trailing_zeros() as usize;
+            let end = n * 64 + mask.trailing_zeros() as usize;
             mask &= mask - 1;
-            if b.get(j) == Some(&1) {
-                eq = eq.or(Some(j));
-            } else {
-                emit(start, eq, j);
-                start = j + 1;
-                eq = None;
-            }
+            f(b.get(start..end).unwrap_or(&[]));
+            start = end + 1;
         }
     }
-    if start < b.len() {
-        emit(start, eq, b.len());
+    if let Some(last) = b.get(start..).filter(|l| !l.is_empty()) {
+        f(last);
     }
 }
 
+/// The value of a segment whose name is `name`: the name must end at the segment's first 0x01
+/// and the value after it must not be empty, as `Properties::iter_raw` decides.
+#[inline]
+fn value_of<'a>(segment: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    let value = segment.strip_prefix(name)?.strip_prefix(&[1])?;
+    (!value.is_empty()).then_some(value)
+}
+
 impl<'a> Props<'a> {
+    /// The properties verify needs, in one pass; a segment is looked at only when its first
+    /// byte can start one of their names.
     fn of(m: &MessageRef<'a>) -> Self {
+        Self::of_block(m.properties.0)
+    }
+
+    fn of_block(block: &'a [u8]) -> Self {
         let mut p = Props::default();
-        for_each_property(m.properties.0, |k, v| match k {
-            b"TAGS" => p.tags = Some(v),
-            b"DELAY" => p.delay = Some(v),
-            b"KEYS" => p.keys = Some(v),
-            b"UNIQ_KEY" => {
-                p.uniq = Some(v);
-                p.uniq_count = p.uniq_count.saturating_add(1);
+        for_each_segment(block, |seg| match seg.first() {
+            Some(b'T') => {
+                if let Some(v) = value_of(seg, b"TAGS") {
+                    p.tags = Some(v);
+                } else if value_of(seg, b"TRANSACTION_CHECK_TIMES").is_some() {
+                    p.tx_check = true;
+                }
             }
-            b"REAL_TOPIC" => p.real_topic = true,
-            b"RETRY_TOPIC" => p.retry_topic = true,
-            b"TRANSACTION_CHECK_TIMES" => p.tx_check = true,
-            b"INNER_NUM" => p.inner_num = Some(v),
-            b"__CRC32#" => p.crc32 = true,
+            Some(b'K') => {
+                if let Some(v) = value_of(seg, b"KEYS") {
+                    p.keys = Some(v);
+                }
+            }
+            Some(b'U') => {
+                if let Some(v) = value_of(seg, b"UNIQ_KEY") {
+                    p.uniq = Some(v);
+                    p.uniq_count = p.uniq_count.saturating_add(1);
+                }
+            }
+            Some(b'D') => {
+                if let Some(v) = value_of(seg, b"DELAY") {
+                    p.delay = Some(v);
+                }
+            }
+            Some(b'R') => {
+                p.real_topic |= value_of(seg, b"REAL_TOPIC").is_some();
+                p.retry_topic |= value_of(seg, b"RETRY_TOPIC").is_some();
+            }
+            Some(b'I') => {
+                if let Some(v) = value_of(seg, b"INNER_NUM") {
+                    p.inner_num = Some(v);
+                }
+            }
+            Some(b'_') => p.crc32 |= value_of(seg, b"__CRC32#").is_some(),
             _ => {}
         });
         p
@@ -3427,20 +3442,59 @@ mod tests {
         for _ in 0..5000 {
             // several 64-byte blocks, and bytes next to the separators in value (0, 3, 0x81,
             // 0x82) that a word-at-a-time search must not take for them
-            let len = (next() % 300) as usize;
-            let alphabet = [
-                1u8, 2, b'a', b'K', b'=', 0xC3, 0xA9, b' ', 0, 3, 0x81, 0x82, 0xFF,
+            // names (ours, near misses, others), separators and short runs of bytes close to
+            // the separators in value (0, 3, 0x81, 0x82), over several 64-byte blocks
+            let pieces: [&[u8]; 22] = [
+                b"TAGS",
+                b"KEYS",
+                b"UNIQ_KEY",
+                b"DELAY",
+                b"REAL_TOPIC",
+                b"RETRY_TOPIC",
+                b"TRANSACTION_CHECK_TIMES",
+                b"INNER_NUM",
+                b"__CRC32#",
+                b"TAGSX",
+                b"TAG",
+                b"traceId",
+                b"\x01",
+                b"\x02",
+                b"\x01",
+                b"\x02",
+                b"a K=",
+                b"\xC3\xA9",
+                b"\x00\x03",
+                b"\x81\x82\xFF",
+                b" ",
+                b"7",
             ];
-            let b: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u32) as usize])
-                .collect();
-            let mut got = Vec::new();
-            for_each_property(&b, |k, v| got.push((k.to_vec(), v.to_vec())));
-            let want: Vec<(Vec<u8>, Vec<u8>)> = crate::format::commitlog::Properties(&b)
-                .iter_raw()
-                .map(|(k, v)| (k.to_vec(), v.to_vec()))
-                .collect();
-            assert_eq!(got, want, "{b:?}");
+            let mut b = Vec::new();
+            let target = (next() % 300) as usize;
+            while b.len() < target {
+                b.extend_from_slice(pieces[(next() % pieces.len() as u32) as usize]);
+            }
+            // Props::of against the same fields picked from the reference property parser
+            let props = crate::format::commitlog::Properties(&b);
+            let mut want = Props::default();
+            for (k, v) in props.iter_raw() {
+                match k {
+                    b"TAGS" => want.tags = Some(v),
+                    b"DELAY" => want.delay = Some(v),
+                    b"KEYS" => want.keys = Some(v),
+                    b"UNIQ_KEY" => {
+                        want.uniq = Some(v);
+                        want.uniq_count += 1;
+                    }
+                    b"REAL_TOPIC" => want.real_topic = true,
+                    b"RETRY_TOPIC" => want.retry_topic = true,
+                    b"TRANSACTION_CHECK_TIMES" => want.tx_check = true,
+                    b"INNER_NUM" => want.inner_num = Some(v),
+                    b"__CRC32#" => want.crc32 = true,
+                    _ => {}
+                }
+            }
+            let got = Props::of_block(&b);
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{b:?}");
             let s = String::from_utf8_lossy(&b);
             assert_eq!(java_hash_bytes(7, &b), java_hash_extend(7, &s), "{b:?}");
         }

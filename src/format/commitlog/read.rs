@@ -33,6 +33,7 @@ pub enum Record<'a> {
 /// Parse the record at `pos` of `buf` (one commitlog file). `file_start` is the file's start
 /// offset, used for [`MessageRef::position`]. Error offsets are positions inside `buf`.
 /// With `check_crc`, a body CRC mismatch is an error, as in the broker's recovery.
+#[inline]
 pub fn parse_record(
     buf: &[u8],
     pos: usize,
@@ -95,6 +96,7 @@ fn parse_host(c: &mut Cursor<'_>, v6: bool, what: &'static str) -> Result<Host, 
 
 /// Decode one message record whose bytes are exactly `raw` (TOTALSIZE long). `err_base` is the
 /// offset reported in errors for `raw[0]`; `position` is its commitlog offset.
+#[inline]
 pub fn parse_message(
     raw: &[u8],
     err_base: u64,
