@@ -283,6 +283,11 @@ pub(super) fn chains_as_written(
     used_end: u32,
 ) -> Option<i64> {
     let slots = usize::try_from(geometry.slots).ok()?;
+    // The table costs four bytes a slot: above 16 Mi slots (four times the broker's default)
+    // the entry-by-entry check, whose memory grows with the entries instead, does the work.
+    if slots > 1 << 24 {
+        return None;
+    }
     // `NONE` for a slot no entry was put into yet. Not zero on purpose: a `vec!` of zeros comes
     // from calloc, whose pages are the shared zero page until written, and each first write
     // then costs a copy and a TLB flush on every core.
