@@ -1,9 +1,10 @@
 //! Read-only access to a whole file: a memory map, or the bytes read into memory.
 //!
 //! This module holds the crate's only `unsafe` blocks: mapping a file, and the prefetch hint of
-//! [`prefetch`]. The contract mapping accepts: the file is not truncated while mapped. A live broker never truncates a commitlog file it is writing, but a
-//! broker restarting into recovery can; stop the broker (or work on a copy) before running
-//! commands that read a whole store, or a SIGBUS can end the process.
+//! [`prefetch`]. The contract mapping accepts: the file is not truncated while mapped. A live
+//! broker never truncates a commitlog file it is writing, but a broker restarting into recovery
+//! can; stop the broker (or work on a copy) before running commands that read a whole store, or a
+//! SIGBUS can end the process.
 
 use std::fs::File;
 use std::ops::Deref;
