@@ -3517,6 +3517,30 @@ mod tests {
     }
 
     #[test]
+    fn key_table_forgets_on_clear_and_wipes_before_its_epochs_wrap() {
+        let mut t = KeyTable::new();
+        t.allocate();
+        let put = |t: &mut KeyTable, h: u64, pos: u64| {
+            let (i, found) = t.probe(h);
+            assert!(!found);
+            t.slots[i] = [t.tagged(h), pos];
+            t.len += 1;
+        };
+        put(&mut t, 42, 1);
+        assert_eq!(t.probe(42), (KeyTable::home(42), true));
+        for _ in 1..255 {
+            t.clear();
+            assert!(!t.probe(42).1);
+        }
+        assert_eq!(t.epoch, 255);
+        // the next clear would make epoch 1 (the key's) current again: the table is wiped instead
+        t.clear();
+        assert_eq!(t.epoch, 1);
+        assert!(!t.probe(42).1, "a key from 255 epochs ago came back");
+        assert!(t.slots.iter().all(|s| *s == [0, 0]));
+    }
+
+    #[test]
     fn dup_window_keeps_two_generations() {
         let mut d = DupWindow::new();
         // distinct keys in threes with one home slot (they differ only above the slot bits)
