@@ -423,7 +423,7 @@ fn fast_tags_code(
         Some(t) if !t.is_empty() => java_hash_bytes(0, t) as i64,
         _ => 0,
     };
-    if let (Some(d), true) = (p.delay, m.topic == SCHEDULE_TOPIC) {
+    if let Some(d) = p.delay.filter(|_| m.topic == SCHEDULE_TOPIC) {
         let level = crate::format::java::parse_int(&String::from_utf8_lossy(d))?;
         let level = level.min(g.max_delay_level());
         if level > 0 {
@@ -529,9 +529,10 @@ fn index_key_texts(p: &Props<'_>) -> Vec<String> {
 }
 
 /// True for records that a broker re-put (delayed delivery, retries, transactions, 5.x batch
-/// properties): their UNIQ_KEY repeats by design.
-fn is_reput(m: &MessageRef<'_>, p: &Props<'_>) -> bool {
-    is_system_topic(&m.topic)
+/// properties): their UNIQ_KEY repeats by design. `system_topic` is [`is_system_topic`] of the
+/// record's topic.
+fn is_reput(m: &MessageRef<'_>, p: &Props<'_>, system_topic: bool) -> bool {
+    system_topic
         || p.real_topic
         || p.retry_topic
         || p.tx_check
@@ -975,6 +976,8 @@ struct TopicHashes {
     map_hash: u64,
     /// [`topic_prefix_hash`], where index key hashes start.
     prefix_hash: i32,
+    /// [`is_system_topic`].
+    system: bool,
 }
 
 impl TopicHashes {
@@ -985,6 +988,7 @@ impl TopicHashes {
             name: topic.as_bytes().to_vec(),
             map_hash: h.finish(),
             prefix_hash: topic_prefix_hash(topic),
+            system: is_system_topic(topic),
         }
     }
 }
@@ -1129,7 +1133,7 @@ impl<'c, 'a> SegState<'c, 'a> {
 
         if in_topic && o.wants(Part::Commitlog) {
             if let Some(u) = p.uniq {
-                if !is_reput(m, &p) {
+                if !is_reput(m, &p, self.topic.system) {
                     self.dup_batch.push((key_hash64(u), m.position));
                     if self.dup_batch.len() >= 1024 {
                         self.flush_dups();
