@@ -234,7 +234,7 @@ impl IndexEntry {
 
     /// Parse 20 bytes at `pos` of `buf`; `pos` is also the offset an error names.
     pub fn read_at(buf: &[u8], pos: usize) -> Result<Self, ParseError> {
-        let truncated = || {
+        buf.get(pos..).and_then(Self::from_prefix).ok_or_else(|| {
             ParseError::new(
                 pos as u64,
                 ErrorKind::Truncated {
@@ -243,12 +243,6 @@ impl IndexEntry {
                     left: buf.len().saturating_sub(pos) as u64,
                 },
             )
-        };
-        Ok(IndexEntry {
-            key_hash: i32_at(buf, pos).ok_or_else(truncated)?,
-            phy_offset: i64_at(buf, pos.wrapping_add(4)).ok_or_else(truncated)?,
-            time_diff: i32_at(buf, pos.wrapping_add(12)).ok_or_else(truncated)?,
-            prev: i32_at(buf, pos.wrapping_add(16)).ok_or_else(truncated)?,
         })
     }
 
