@@ -103,6 +103,19 @@ pub fn parse_message(
     position: u64,
     version: MessageVersion,
 ) -> Result<MessageRef<'_>, ParseError> {
+    match parse_ipv4_message(raw, position, version) {
+        Some(m) => Ok(m),
+        None => parse_message_by_fields(raw, err_base, position, version),
+    }
+}
+
+/// [`parse_message`] one field after the other, for every layout; errors name the field.
+pub(super) fn parse_message_by_fields(
+    raw: &[u8],
+    err_base: u64,
+    position: u64,
+    version: MessageVersion,
+) -> Result<MessageRef<'_>, ParseError> {
     let mut c = Cursor::new(raw, err_base);
     let total_size = c.i32("TOTALSIZE")?;
     let _magic = c.i32("MAGICCODE")?;
@@ -192,6 +205,79 @@ pub fn parse_message(
         },
         properties: Properties(properties),
         body_len_pos,
+    })
+}
+
+/// Bytes before BODY when both hosts are IPv4 (8 bytes each).
+const IPV4_HEAD_LEN: usize = 88;
+
+/// [`parse_message`] for the usual layout, both hosts IPv4, read at fixed offsets. `None` when
+/// the record has another layout or anything does not add up: the field-by-field decoder then
+/// decides, and names the problem.
+#[inline]
+fn parse_ipv4_message(
+    raw: &[u8],
+    position: u64,
+    version: MessageVersion,
+) -> Option<MessageRef<'_>> {
+    let (head, rest) = raw.split_first_chunk::<IPV4_HEAD_LEN>()?;
+    let i32_at =
+        |at: usize| i32::from_be_bytes([head[at], head[at + 1], head[at + 2], head[at + 3]]);
+    let i64_at = |at: usize| (i64::from(i32_at(at)) << 32) | i64::from(i32_at(at + 4) as u32);
+    let host_at = |at: usize| {
+        Host::v4(
+            [head[at], head[at + 1], head[at + 2], head[at + 3]],
+            i32_at(at + 4),
+        )
+    };
+    let sys_flag = i32_at(36);
+    if sys_flag & (sysflag::BORNHOST_V6 | sysflag::STOREHOST_V6) != 0 {
+        return None;
+    }
+    let body_len = usize::try_from(i32_at(84)).ok()?;
+    let (body, rest) = rest.split_at_checked(body_len)?;
+    let (topic_len, rest) = match version {
+        MessageVersion::V1 => {
+            let (&[n], rest) = rest.split_first_chunk::<1>()?;
+            (usize::try_from(n as i8).ok()?, rest)
+        }
+        MessageVersion::V2 => {
+            let (&n, rest) = rest.split_first_chunk::<2>()?;
+            (usize::try_from(i16::from_be_bytes(n)).ok()?, rest)
+        }
+    };
+    let (topic, rest) = rest.split_at_checked(topic_len)?;
+    let (&props_len, rest) = rest.split_first_chunk::<2>()?;
+    let props_len = usize::try_from(i16::from_be_bytes(props_len)).ok()?;
+    let total_size = i32_at(0);
+    // The properties end the record, and TOTALSIZE says where.
+    if rest.len() != props_len || usize::try_from(total_size).ok()? != raw.len() {
+        return None;
+    }
+    Some(MessageRef {
+        raw,
+        position,
+        version,
+        total_size,
+        body_crc: i32_at(8),
+        queue_id: i32_at(12),
+        flag: i32_at(16),
+        queue_offset: i64_at(20),
+        physical_offset: i64_at(28),
+        sys_flag,
+        born_timestamp: i64_at(40),
+        born_host: host_at(48),
+        store_timestamp: i64_at(56),
+        store_host: host_at(64),
+        reconsume_times: i32_at(72),
+        prepared_transaction_offset: i64_at(76),
+        body,
+        topic: match std::str::from_utf8(topic) {
+            Ok(t) => std::borrow::Cow::Borrowed(t),
+            Err(_) => String::from_utf8_lossy(topic),
+        },
+        properties: Properties(rest),
+        body_len_pos: 84,
     })
 }
 
