@@ -263,52 +263,35 @@ struct Props<'a> {
     crc32: bool,
 }
 
-/// Bit `i` set where byte `i` of `block` (at most 64 bytes) is 0x02, the byte that ends a
-/// property. Eight bytes at a time: a byte is 0x02 when it XOR 0x02 is zero, tested exactly (no
-/// false positives from borrows); the high bits of a word's bytes are then gathered into its top
-/// byte by one multiplication.
-#[inline]
-fn property_ends(block: &[u8]) -> u64 {
-    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
-    const TWOS: u64 = 0x0202_0202_0202_0202;
-    let word_mask = |w: [u8; 8]| {
-        let v = u64::from_le_bytes(w) ^ TWOS;
-        let zero_bytes = !(((v & LOW7).wrapping_add(LOW7)) | v | LOW7);
-        zero_bytes.wrapping_mul(0x0002_0408_1020_4081) >> 56
-    };
-    let words = block.chunks_exact(8);
-    let rest = words.remainder();
-    let mut mask = 0u64;
-    let mut shift = 0;
-    for w in words {
-        let mut a = [0u8; 8];
-        a.copy_from_slice(w);
-        mask |= word_mask(a) << shift;
-        shift += 8;
-    }
-    if !rest.is_empty() && shift < 64 {
-        // Padded with zeros, which end nothing.
-        let mut a = [0u8; 8];
-        for (d, &c) in a.iter_mut().zip(rest) {
-            *d = c;
-        }
-        mask |= word_mask(a) << shift;
-    }
-    mask
-}
-
 /// Each `name 0x01 value` segment of a properties block, split at 0x02
-/// (`MessageDecoder.string2messageProperties`), 64 bytes at a time.
+/// (`MessageDecoder.string2messageProperties`), eight bytes at a time: a byte is 0x02 when it
+/// XOR 0x02 is zero, which sets its high bit in `zero_bytes` exactly (no false positives from
+/// borrows).
 #[inline]
 fn for_each_segment<'a>(b: &'a [u8], mut f: impl FnMut(&'a [u8])) {
+    const LOW7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const TWOS: u64 = 0x0202_0202_0202_0202;
     let mut start = 0;
-    for (n, block) in b.chunks(64).enumerate() {
-        let mut mask = property_ends(block);
-        while mask != 0 {
-            let end = n * 64 + mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            f(b.get(start..end).unwrap_or(&[]));
-            start = end + 1;
+    let mut end_at = |end: usize| {
+        f(b.get(start..end).unwrap_or(&[]));
+        start = end + 1;
+    };
+    let mut words = b.chunks_exact(8);
+    let mut base = 0;
+    for w in words.by_ref() {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let v = u64::from_le_bytes(a) ^ TWOS;
+        let mut zero_bytes = !(((v & LOW7).wrapping_add(LOW7)) | v | LOW7);
+        while zero_bytes != 0 {
+            end_at(base + zero_bytes.trailing_zeros() as usize / 8);
+            zero_bytes &= zero_bytes - 1;
+        }
+        base += 8;
+    }
+    for (i, &c) in words.remainder().iter().enumerate() {
+        if c == 2 {
+            end_at(base + i);
         }
     }
     if let Some(last) = b.get(start..).filter(|l| !l.is_empty()) {

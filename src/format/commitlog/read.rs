@@ -33,7 +33,7 @@ pub enum Record<'a> {
 /// Parse the record at `pos` of `buf` (one commitlog file). `file_start` is the file's start
 /// offset, used for [`MessageRef::position`]. Error offsets are positions inside `buf`.
 /// With `check_crc`, a body CRC mismatch is an error, as in the broker's recovery.
-#[inline]
+#[inline(always)]
 pub fn parse_record(
     buf: &[u8],
     pos: usize,
@@ -96,7 +96,7 @@ fn parse_host(c: &mut Cursor<'_>, v6: bool, what: &'static str) -> Result<Host, 
 
 /// Decode one message record whose bytes are exactly `raw` (TOTALSIZE long). `err_base` is the
 /// offset reported in errors for `raw[0]`; `position` is its commitlog offset.
-#[inline]
+#[inline(always)]
 pub fn parse_message(
     raw: &[u8],
     err_base: u64,
@@ -214,7 +214,7 @@ const IPV4_HEAD_LEN: usize = 88;
 /// [`parse_message`] for the usual layout, both hosts IPv4, read at fixed offsets. `None` when
 /// the record has another layout or anything does not add up: the field-by-field decoder then
 /// decides, and names the problem.
-#[inline]
+#[inline(always)]
 fn parse_ipv4_message(
     raw: &[u8],
     position: u64,
