@@ -940,7 +940,7 @@ struct SegState<'c, 'a> {
     cursor: Option<Cursor>,
     keys: Vec<i32>,
     /// The hashes of the last record's topic (records of one topic often come in runs).
-    topic: TopicHashes,
+    topics: TopicCache,
     dup_batch: Vec<(u64, u64)>,
     /// Records to skip before the next sampled one.
     until_sample: u64,
@@ -952,9 +952,9 @@ struct SegState<'c, 'a> {
     open_maps: usize,
 }
 
-/// A topic with the hashes the per-record checks need of it.
+/// The hashes the per-record checks need of a topic.
+#[derive(Clone, Copy)]
 struct TopicHashes {
-    name: Vec<u8>,
     /// Key of the worker's queue map.
     map_hash: u64,
     /// [`topic_prefix_hash`], where index key hashes start.
@@ -968,10 +968,47 @@ impl TopicHashes {
         let mut h = FastHasher(0);
         h.write(topic.as_bytes());
         TopicHashes {
-            name: topic.as_bytes().to_vec(),
             map_hash: h.finish(),
             prefix_hash: topic_prefix_hash(topic),
             system: is_system_topic(topic),
+        }
+    }
+}
+
+/// [`TopicHashes`] of every topic met so far: records of a few topics interleave in the
+/// commitlog, and a store has few topics (the cache starts over above [`MAX_TOPICS`]).
+#[derive(Default)]
+struct TopicCache {
+    last: Vec<u8>,
+    current: Option<TopicHashes>,
+    known: FastMap<Box<[u8]>, TopicHashes>,
+}
+
+const MAX_TOPICS: usize = 1 << 16;
+
+impl TopicCache {
+    #[inline]
+    fn of(&mut self, topic: &str) -> TopicHashes {
+        let name = topic.as_bytes();
+        match self.current {
+            Some(t) if self.last == name => t,
+            _ => {
+                let t = match self.known.get(name) {
+                    Some(t) => *t,
+                    None => {
+                        if self.known.len() >= MAX_TOPICS {
+                            self.known.clear();
+                        }
+                        let t = TopicHashes::of(topic);
+                        self.known.insert(name.into(), t);
+                        t
+                    }
+                };
+                self.last.clear();
+                self.last.extend_from_slice(name);
+                self.current = Some(t);
+                t
+            }
         }
     }
 }
@@ -1079,9 +1116,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             self.until_sample - 1
         };
         let p = Props::of(m);
-        if self.topic.name != m.topic.as_bytes() {
-            self.topic = TopicHashes::of(&m.topic);
-        }
+        let topic = self.topics.of(&m.topic);
 
         if o.strict && in_topic && o.wants(Part::Commitlog) {
             self.strict_checks(m, &p, pos);
@@ -1090,7 +1125,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         let tx = m.transaction_type();
         let inner_batch = m.sys_flag & sysflag::INNER_BATCH != 0;
         if ctx.track_queues && in_topic && tx.is_queued() && !inner_batch {
-            self.queue_record(m, &p, pos, sampled);
+            self.queue_record(m, &p, topic.map_hash, pos, sampled);
         }
 
         if ctx.index.is_none()
@@ -1103,7 +1138,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
         if let Some(ix) = ctx.index {
             let mut keys = std::mem::take(&mut self.keys);
-            expected_index_keys(m, &p, self.topic.prefix_hash, &mut keys);
+            expected_index_keys(m, &p, topic.prefix_hash, &mut keys);
             self.index_record(
                 ix,
                 m,
@@ -1116,7 +1151,7 @@ impl<'c, 'a> SegState<'c, 'a> {
 
         if in_topic && o.wants(Part::Commitlog) {
             if let Some(u) = p.uniq {
-                if !is_reput(m, &p, self.topic.system) {
+                if !is_reput(m, &p, topic.system) {
                     self.dup_batch.push((key_hash64(u), m.position));
                     if self.dup_batch.len() >= 1024 {
                         self.flush_dups();
@@ -1218,7 +1253,14 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
     }
 
-    fn queue_record(&mut self, m: &MessageRef<'_>, p: &Props<'_>, pos: u64, check_unit: bool) {
+    fn queue_record(
+        &mut self,
+        m: &MessageRef<'_>,
+        p: &Props<'_>,
+        th: u64,
+        pos: u64,
+        check_unit: bool,
+    ) {
         let step = if m.sys_flag & sysflag::INNER_BATCH != 0 {
             p.inner_num.and_then(parse_digits).unwrap_or(1).max(1)
         } else {
@@ -1228,7 +1270,6 @@ impl<'c, 'a> SegState<'c, 'a> {
         let ctx = self.ctx;
         let strict = ctx.opts.strict;
         let topic: &str = &m.topic;
-        let th = self.topic.map_hash;
         let sq = self.queues.entry((th, m.queue_id)).or_insert_with(|| {
             let found = ctx
                 .cq_index
@@ -1522,7 +1563,7 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
         idx: IndexTally::default(),
         cursor: ctx.index.map(|ix| ix.seek(seg.start)),
         keys: Vec::new(),
-        topic: TopicHashes::of(""),
+        topics: TopicCache::default(),
         dup_batch: Vec::new(),
         until_sample: 0,
         records: 0,
