@@ -20,8 +20,8 @@
 //!
 //! Memory does not grow with the store: per-queue state is one small run per queue, findings are
 //! capped per code (the summary counts them all), per-file results are merged in file order as
-//! they come in, and the duplicate-key window holds at most [`DUP_WINDOW`] keys per generation
-//! (two fixed tables of 16 MiB). Checking an index file's chains takes four bytes per hash slot
+//! they come in, and the duplicate-key window holds at most three generations of [`DUP_WINDOW`]
+//! keys (about 30 MB). Checking an index file's chains takes four bytes per hash slot
 //! (20 MB for the broker's default geometry).
 //!
 //! Nothing here prints; `commands::verify` presents the [`Report`].
@@ -58,8 +58,9 @@ use crate::format::indexfile::{
 use crate::format::java::masked_crc32;
 use crate::format::mapped::Mapped;
 
-/// Keys per generation of the duplicate UNIQ_KEY window (two generations are kept).
-pub const DUP_WINDOW: usize = 458_752;
+mod dups;
+use dups::DupWindow;
+pub use dups::DUP_WINDOW;
 /// Default cap of findings listed per code.
 pub const DEFAULT_MAX_PER_CODE: usize = 1000;
 
@@ -524,161 +525,7 @@ fn is_reput(m: &MessageRef<'_>, p: &Props<'_>, system_topic: bool) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Duplicate UNIQ_KEY window.
-
-/// Slots of one generation's table: a power of two at least twice [`DUP_WINDOW`], so a full
-/// generation is under half load and probes stay short.
-const DUP_SLOTS: usize = (DUP_WINDOW * 2).next_power_of_two();
-
-/// `hash -> first offset` by open addressing with linear probing. Each slot keeps the low 56
-/// bits of the hash and, in the top 8 bits, the epoch it was written in: a slot of an older
-/// epoch is empty, so clearing the table is one increment (a full wipe only every 255 epochs).
-struct KeyTable {
-    slots: Vec<[u64; 2]>,
-    len: usize,
-    epoch: u64,
-}
-
-const EPOCH_SHIFT: u32 = 56;
-const HASH_BITS: u64 = (1 << EPOCH_SHIFT) - 1;
-
-impl KeyTable {
-    fn new() -> Self {
-        KeyTable {
-            slots: Vec::new(),
-            len: 0,
-            epoch: 1,
-        }
-    }
-
-    /// Allocate the slots as written zeros (not calloc's shared zero page, whose first write
-    /// costs a copy and a TLB flush on every core).
-    fn allocate(&mut self) {
-        if self.slots.is_empty() {
-            self.slots.reserve_exact(DUP_SLOTS);
-            self.slots.resize(DUP_SLOTS, [0, 0]);
-        }
-    }
-
-    fn home(hash: u64) -> usize {
-        hash as usize & (DUP_SLOTS - 1)
-    }
-
-    /// `hash` as stored in this epoch.
-    fn tagged(&self, hash: u64) -> u64 {
-        (hash & HASH_BITS) | (self.epoch << EPOCH_SHIFT)
-    }
-
-    /// The slot holding `hash` (true), or the empty slot where it would go (false).
-    fn probe(&self, hash: u64) -> (usize, bool) {
-        let want = self.tagged(hash);
-        let mut i = Self::home(hash);
-        // At most half full: an empty slot is always found.
-        for _ in 0..DUP_SLOTS {
-            match self.slots.get(i) {
-                Some([h, _]) if *h == want => return (i, true),
-                Some([h, _]) if *h >> EPOCH_SHIFT == self.epoch => i = (i + 1) & (DUP_SLOTS - 1),
-                _ => break,
-            }
-        }
-        (i, false)
-    }
-
-    /// Start loading the home slot of `hash` into the cache.
-    fn prefetch(&self, hash: u64) {
-        crate::format::mapped::prefetch(&self.slots, Self::home(hash));
-    }
-
-    fn clear(&mut self) {
-        self.len = 0;
-        self.epoch += 1;
-        if self.epoch > 255 {
-            self.slots.fill([0, 0]);
-            self.epoch = 1;
-        }
-    }
-}
-
-/// Two generations of `hash(UNIQ_KEY) -> first offset`. When the current one holds
-/// [`DUP_WINDOW`] keys it becomes the previous one and the oldest keys are forgotten. So every
-/// duplicate whose copies are fewer than [`DUP_WINDOW`] keyed records apart is found; farther
-/// apart ones are found only while the first copy is still remembered. Hashes are confirmed by
-/// comparing the keys before a finding is made.
-struct DupWindow {
-    cur: KeyTable,
-    prev: KeyTable,
-    pairs: Vec<(u64, u64)>,
-    found: u64,
-    forgotten: u64,
-}
-
-impl DupWindow {
-    fn new() -> Self {
-        DupWindow {
-            cur: KeyTable::new(),
-            prev: KeyTable::new(),
-            pairs: Vec::new(),
-            found: 0,
-            forgotten: 0,
-        }
-    }
-
-    /// Add a batch of `(hash, offset)`, prefetching the home slots of the keys a few places
-    /// ahead: the tables are far bigger than the caches, and this way the misses overlap.
-    fn add_batch(&mut self, batch: &[(u64, u64)], cap: usize) {
-        const AHEAD: usize = 16;
-        for (i, &(h, pos)) in batch.iter().enumerate() {
-            if let Some(&(a, _)) = batch.get(i + AHEAD) {
-                self.cur.prefetch(a);
-                self.prev.prefetch(a);
-            }
-            self.add(h, pos, cap);
-        }
-    }
-
-    fn add(&mut self, hash: u64, pos: u64, cap: usize) {
-        let (at, in_cur) = self.cur.probe(hash);
-        let hit = if in_cur {
-            Some((&mut self.cur, at))
-        } else {
-            match self.prev.probe(hash) {
-                (i, true) => Some((&mut self.prev, i)),
-                _ => None,
-            }
-        };
-        if let Some((t, i)) = hit {
-            let Some(first) = t.slots.get_mut(i).map(|s| &mut s[1]) else {
-                return;
-            };
-            let (a, b) = if pos < *first {
-                let old = *first;
-                *first = pos;
-                (pos, old)
-            } else {
-                (*first, pos)
-            };
-            self.found += 1;
-            if self.pairs.len() < cap {
-                self.pairs.push((a, b));
-            }
-            return;
-        }
-        let at = if self.cur.len >= DUP_WINDOW {
-            self.forgotten += self.prev.len as u64;
-            std::mem::swap(&mut self.cur, &mut self.prev);
-            self.cur.clear();
-            self.cur.probe(hash).0
-        } else {
-            at
-        };
-        self.cur.allocate();
-        let tagged = self.cur.tagged(hash);
-        if let Some(slot) = self.cur.slots.get_mut(at) {
-            *slot = [tagged, pos];
-            self.cur.len += 1;
-        }
-    }
-}
+// Duplicate UNIQ_KEY window: see [`dups`].
 
 /// A 64-bit hash of a UNIQ_KEY.
 fn key_hash64(key: &[u8]) -> u64 {
@@ -895,7 +742,7 @@ struct Ctx<'a> {
     walk_opts: recovery::WalkOptions,
     index: Option<&'a IndexStream>,
     cq_index: &'a CqIndex<'a>,
-    dups: Mutex<DupWindow>,
+    dups: DupWindow,
     done: AtomicU64,
     total: u64,
     progress: Option<Progress<'a>>,
@@ -1075,9 +922,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         if self.dup_batch.is_empty() {
             return;
         }
-        if let Ok(mut d) = self.ctx.dups.lock() {
-            d.add_batch(&self.dup_batch, self.ctx.opts.max_per_code);
-        }
+        self.ctx.dups.add(&self.dup_batch);
         self.dup_batch.clear();
     }
 
@@ -2131,7 +1976,7 @@ pub fn verify(
         walk_opts,
         index: index_stream.as_ref(),
         cq_index: &cq_index,
-        dups: Mutex::new(DupWindow::new()),
+        dups: DupWindow::new(opts.max_per_code),
         done: AtomicU64::new(0),
         total,
         progress,
@@ -2204,10 +2049,7 @@ pub fn verify(
     let mut merged = merged
         .into_inner()
         .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
-    let dups = ctx
-        .dups
-        .into_inner()
-        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+    let dups = ctx.dups.finish();
 
     mark_blanks_in_place(&mut merged.walks);
 
@@ -2756,7 +2598,7 @@ fn walk_findings(
 fn dup_findings(
     store: &Store,
     maps: &LazyMaps<'_>,
-    dups: &DupWindow,
+    dups: &dups::Sealed,
     sink: &mut Sink,
     opts: &VerifyOptions,
 ) {
@@ -3529,68 +3371,6 @@ mod tests {
             let s = String::from_utf8_lossy(&b);
             assert_eq!(java_hash_bytes(7, &b), java_hash_extend(7, &s), "{b:?}");
         }
-    }
-
-    #[test]
-    fn dup_window_finds_repeats_and_forgets_old_keys() {
-        let mut d = DupWindow::new();
-        d.add(1, 100, 10);
-        d.add(2, 200, 10);
-        d.add(1, 300, 10);
-        assert_eq!(d.found, 1);
-        assert_eq!(d.pairs, vec![(100, 300)]);
-        // an earlier copy arriving later still names the first offset
-        d.add(1, 50, 10);
-        assert_eq!(d.pairs.last(), Some(&(50, 100)));
-    }
-
-    #[test]
-    fn key_table_forgets_on_clear_and_wipes_before_its_epochs_wrap() {
-        let mut t = KeyTable::new();
-        t.allocate();
-        let put = |t: &mut KeyTable, h: u64, pos: u64| {
-            let (i, found) = t.probe(h);
-            assert!(!found);
-            t.slots[i] = [t.tagged(h), pos];
-            t.len += 1;
-        };
-        put(&mut t, 42, 1);
-        assert_eq!(t.probe(42), (KeyTable::home(42), true));
-        for _ in 1..255 {
-            t.clear();
-            assert!(!t.probe(42).1);
-        }
-        assert_eq!(t.epoch, 255);
-        // the next clear would make epoch 1 (the key's) current again: the table is wiped instead
-        t.clear();
-        assert_eq!(t.epoch, 1);
-        assert!(!t.probe(42).1, "a key from 255 epochs ago came back");
-        assert!(t.slots.iter().all(|s| *s == [0, 0]));
-    }
-
-    #[test]
-    fn dup_window_keeps_two_generations() {
-        let mut d = DupWindow::new();
-        // distinct keys in threes with one home slot (they differ only above the slot bits)
-        let key = |k: u64| ((k % 3) << 40) + 7 + k / 3 * 8;
-        let batch: Vec<(u64, u64)> = (0..DUP_WINDOW as u64).map(|k| (key(k), k)).collect();
-        d.add_batch(&batch, 10);
-        assert_eq!((d.found, d.forgotten), (0, 0));
-        d.add(batch[5].0, 1_000_000, 10);
-        // a new key makes the full generation the previous one
-        d.add(batch[5].0 ^ 0xFFFF_0000, 1_000_001, 10);
-        assert_eq!(d.found, 1);
-        assert_eq!(d.pairs, vec![(5, 1_000_000)]);
-        // filling one more generation forgets the first
-        let next: Vec<(u64, u64)> = (0..DUP_WINDOW as u64)
-            .map(|k| (u64::MAX - k, 2_000_000 + k))
-            .collect();
-        d.add_batch(&next, 10);
-        d.add(u64::MAX, 9_000_000, 10);
-        assert_eq!(d.found, 2, "a key of the previous generation");
-        assert_eq!(d.forgotten, DUP_WINDOW as u64);
-        d.add(batch[9].0, 9_000_001, 10);
-        assert_eq!(d.found, 2, "keys two generations back are forgotten");
     }
 
     #[test]
