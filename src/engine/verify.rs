@@ -705,8 +705,8 @@ struct SegQueue<'a> {
     map: Option<(u64, u64, Mapped)>,
 }
 
-/// Keyed by (hash of the topic, queue id); the topic is kept in the value and compared.
-type QueueRuns<'a> = FastMap<(u64, i32), SegQueue<'a>>;
+/// Keyed by (the topic's number in the worker's [`TopicCache`], queue id).
+type QueueRuns<'a> = FastMap<(u32, i32), SegQueue<'a>>;
 
 /// Per topic and queue id: the queue end recovery finds and the consume queue.
 type CqIndex<'a> = FastMap<&'a str, FastMap<i32, (u64, &'a ConsumeQueue)>>;
@@ -799,64 +799,37 @@ struct SegState<'c, 'a> {
     open_maps: usize,
 }
 
-/// The hashes the per-record checks need of a topic.
+/// What the per-record checks need of a topic.
 #[derive(Clone, Copy)]
 struct TopicHashes {
-    /// Key of the worker's queue map.
-    map_hash: u64,
+    /// Number of the topic in its worker's [`TopicCache`] (key of the worker's queue map).
+    id: u32,
     /// [`topic_prefix_hash`], where index key hashes start.
     prefix_hash: i32,
     /// [`is_system_topic`].
     system: bool,
 }
 
-impl TopicHashes {
-    fn of(topic: &str) -> Self {
-        let mut h = FastHasher(0);
-        h.write(topic.as_bytes());
-        TopicHashes {
-            map_hash: h.finish(),
-            prefix_hash: topic_prefix_hash(topic),
-            system: is_system_topic(topic),
-        }
-    }
-}
-
-/// [`TopicHashes`] of every topic met so far: records of a few topics interleave in the
-/// commitlog, and a store has few topics (the cache starts over above [`MAX_TOPICS`]).
+/// [`TopicHashes`] of every topic a worker met: records of several topics interleave in the
+/// commitlog, so each record's topic is looked up once here and then known by its number.
 #[derive(Default)]
 struct TopicCache {
-    last: Vec<u8>,
-    current: Option<TopicHashes>,
     known: FastMap<Box<[u8]>, TopicHashes>,
 }
-
-const MAX_TOPICS: usize = 1 << 16;
 
 impl TopicCache {
     #[inline]
     fn of(&mut self, topic: &str) -> TopicHashes {
-        let name = topic.as_bytes();
-        match self.current {
-            Some(t) if self.last == name => t,
-            _ => {
-                let t = match self.known.get(name) {
-                    Some(t) => *t,
-                    None => {
-                        if self.known.len() >= MAX_TOPICS {
-                            self.known.clear();
-                        }
-                        let t = TopicHashes::of(topic);
-                        self.known.insert(name.into(), t);
-                        t
-                    }
-                };
-                self.last.clear();
-                self.last.extend_from_slice(name);
-                self.current = Some(t);
-                t
-            }
+        if let Some(t) = self.known.get(topic.as_bytes()) {
+            return *t;
         }
+        let t = TopicHashes {
+            id: self.known.len() as u32,
+            prefix_hash: topic_prefix_hash(topic),
+            system: is_system_topic(topic),
+        };
+        self.known.insert(topic.as_bytes().into(), t);
+        t
     }
 }
 
@@ -970,7 +943,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         let tx = m.transaction_type();
         let inner_batch = m.sys_flag & sysflag::INNER_BATCH != 0;
         if ctx.track_queues && in_topic && tx.is_queued() && !inner_batch {
-            self.queue_record(m, &p, topic.map_hash, pos, sampled);
+            self.queue_record(m, &p, topic.id, pos, sampled);
         }
 
         if ctx.index.is_none()
@@ -1102,7 +1075,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         &mut self,
         m: &MessageRef<'_>,
         p: &Props<'_>,
-        th: u64,
+        topic_id: u32,
         pos: u64,
         check_unit: bool,
     ) {
@@ -1115,34 +1088,33 @@ impl<'c, 'a> SegState<'c, 'a> {
         let ctx = self.ctx;
         let strict = ctx.opts.strict;
         let topic: &str = &m.topic;
-        let sq = self.queues.entry((th, m.queue_id)).or_insert_with(|| {
-            let found = ctx
-                .cq_index
-                .get(topic)
-                .and_then(|m2| m2.get(&m.queue_id))
-                .copied();
-            SegQueue {
-                topic: topic.into(),
-                run: QueueRun {
-                    first_q: q,
-                    first_pos: m.position,
-                    next_q: q,
-                    count: 0,
-                    cq_end: found.map_or(0, |(e, _)| e),
-                    beyond: 0,
-                    first_beyond: None,
-                    matched: 0,
-                    ranges: Vec::new(),
-                    ranges_overflow: false,
-                },
-                cq: found.map(|(_, cq)| cq),
-                map: None,
-            }
-        });
-        if &*sq.topic != topic {
-            // Two topics with one 64-bit hash: leave the second one unchecked.
-            return;
-        }
+        let sq = self
+            .queues
+            .entry((topic_id, m.queue_id))
+            .or_insert_with(|| {
+                let found = ctx
+                    .cq_index
+                    .get(topic)
+                    .and_then(|m2| m2.get(&m.queue_id))
+                    .copied();
+                SegQueue {
+                    topic: topic.into(),
+                    run: QueueRun {
+                        first_q: q,
+                        first_pos: m.position,
+                        next_q: q,
+                        count: 0,
+                        cq_end: found.map_or(0, |(e, _)| e),
+                        beyond: 0,
+                        first_beyond: None,
+                        matched: 0,
+                        ranges: Vec::new(),
+                        ranges_overflow: false,
+                    },
+                    cq: found.map(|(_, cq)| cq),
+                    map: None,
+                }
+            });
         let run = &mut sq.run;
         let mut gap = None;
         if run.count > 0 && q != run.next_q {
