@@ -112,6 +112,7 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         topic: a.topic.clone(),
         sample: a.sample,
         max_per_code: a.max_findings.max(1),
+        ..VerifyOptions::default()
     };
     let total: u64 = store.commitlog.segments.iter().map(|s| s.len).sum();
     let pb = output::progress(total, "verifying commitlog");

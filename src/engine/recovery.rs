@@ -347,6 +347,40 @@ impl FileWalk {
     pub fn stop_offset(&self) -> u64 {
         self.start.saturating_add(self.stop_pos)
     }
+
+    /// True for the walk of a piece of a file that ran out of bytes exactly at `end` (file
+    /// position) with nothing wrong on the way: the walk of the next piece carries on from there
+    /// as if the file had been walked in one go.
+    pub fn ends_cleanly_at(&self, end: u64) -> bool {
+        self.stop == StopReason::EndOfData && self.stop_pos == end && self.is_clean()
+    }
+
+    /// Nothing wrong found: no problem, nothing after the stop.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+            && self.problems_not_listed == 0
+            && self.after_records == 0
+            && self.stale_records == 0
+    }
+
+    /// Join the walk of the next piece of the same file to this one, which must
+    /// [end cleanly](Self::ends_cleanly_at) where `next` starts.
+    pub fn join(self, next: FileWalk) -> FileWalk {
+        let (last_record_pos, last_store_timestamp) = match next.last_record_pos {
+            Some(p) => (Some(p), next.last_store_timestamp),
+            None => (self.last_record_pos, self.last_store_timestamp),
+        };
+        FileWalk {
+            records: self.records + next.records,
+            bytes: self.bytes + next.bytes,
+            last_record_pos,
+            last_store_timestamp,
+            max_store_timestamp: self.max_store_timestamp.max(next.max_store_timestamp),
+            keyed_from_count: self.keyed_from_count + next.keyed_from_count,
+            counted_from_count: self.counted_from_count + next.counted_from_count,
+            ..next
+        }
+    }
 }
 
 /// True when a record carries index keys: not ROLLBACK, and a UNIQ_KEY or a non-empty KEYS
@@ -390,14 +424,30 @@ pub fn resync(buf: &[u8], from: usize, file_start: u64) -> Option<usize> {
 /// Walk one commitlog file (`buf` is its bytes) the way recovery does, and go on past the first
 /// failure by resynchronising, so the caller learns what a cut there would drop. `visit` sees
 /// every record found (not stale ones), with where it lies.
-pub fn walk_file<F>(buf: &[u8], seg: &Segment, o: &WalkOptions, mut visit: F) -> FileWalk
+pub fn walk_file<F>(buf: &[u8], seg: &Segment, o: &WalkOptions, visit: F) -> FileWalk
+where
+    F: FnMut(&MessageRef<'_>, RecordPlace),
+{
+    walk_from(buf, 0, seg, o, visit)
+}
+
+/// [`walk_file`] from file position `from`, a record boundary. Walking a file in pieces
+/// (`buf` cut at the end of each piece but the last) gives the walk of the whole file by
+/// [`FileWalk::join`] when every piece but the last [ends cleanly](FileWalk::ends_cleanly_at).
+pub fn walk_from<F>(
+    buf: &[u8],
+    from: usize,
+    seg: &Segment,
+    o: &WalkOptions,
+    mut visit: F,
+) -> FileWalk
 where
     F: FnMut(&MessageRef<'_>, RecordPlace),
 {
     let len = buf.len();
     let mut w = FileWalk::new(seg, len);
     let mut stopped: Option<(usize, StopReason)> = None;
-    let mut pos = 0usize;
+    let mut pos = from;
     let mut ahead = crate::format::mapped::ReadAhead::default();
     loop {
         ahead.touch(buf, pos);

@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Serialize;
 
@@ -109,6 +109,9 @@ pub struct VerifyOptions {
     pub sample: u64,
     /// Findings listed per code; the summary counts all of them.
     pub max_per_code: usize,
+    /// Commitlog files are walked in pieces of about this many bytes, so the workers finish
+    /// together even when a store has only a few files. The findings do not depend on it.
+    pub piece_size: u64,
 }
 
 impl Default for VerifyOptions {
@@ -120,6 +123,7 @@ impl Default for VerifyOptions {
             topic: None,
             sample: 1,
             max_per_code: DEFAULT_MAX_PER_CODE,
+            piece_size: PIECE,
         }
     }
 }
@@ -702,7 +706,7 @@ struct SegQueue<'a> {
     topic: Box<str>,
     run: QueueRun,
     cq: Option<&'a ConsumeQueue>,
-    map: Option<(u64, u64, Mapped)>,
+    map: Option<(u64, u64, Arc<Mapped>)>,
 }
 
 /// Keyed by (the topic's number in the worker's [`TopicCache`], queue id).
@@ -749,6 +753,9 @@ struct Ctx<'a> {
     /// Records at or after this offset are dispatched again by the broker.
     redispatch_from: u64,
     track_queues: bool,
+    /// Consume queue files mapped during the scan, shared by the workers (at most
+    /// [`MAX_CQ_MAPS`]; the cache starts over above that).
+    cq_maps: Mutex<FastMap<PathBuf, Arc<Mapped>>>,
 }
 
 #[derive(Default)]
@@ -766,7 +773,13 @@ struct IndexTally {
 type Runs = FastMap<Box<str>, FastMap<i32, QueueRun>>;
 
 struct SegScan {
+    /// The commitlog file.
     index: usize,
+    /// File positions the piece was walked from (`None`: no piece starts near its nominal
+    /// start, the piece before covers it) and to, and the file's mapped length.
+    from: Option<u64>,
+    to: u64,
+    file_len: u64,
     walk: Option<FileWalk>,
     sink: Sink,
     queues: Runs,
@@ -839,7 +852,12 @@ const MAX_CQ_MAPS: usize = 2048;
 
 /// The unit at queue offset `q` of a queue, reading through the worker's cached map of the
 /// consume queue file that holds it.
-fn sq_unit(sq: &mut SegQueue<'_>, q: u64, opened: &mut usize) -> Option<CqUnit> {
+fn sq_unit(
+    sq: &mut SegQueue<'_>,
+    q: u64,
+    opened: &mut usize,
+    shared: &Mutex<FastMap<PathBuf, Arc<Mapped>>>,
+) -> Option<CqUnit> {
     let pos = q.checked_mul(UNIT_SIZE as u64)?;
     let hit = matches!(&sq.map, Some((start, len, _)) if pos >= *start && pos < start + len);
     if !hit {
@@ -852,7 +870,21 @@ fn sq_unit(sq: &mut SegQueue<'_>, q: u64, opened: &mut usize) -> Option<CqUnit> 
         if pos >= f.start.saturating_add(f.len) {
             return None;
         }
-        sq.map = Some((f.start, f.len, Mapped::open(&f.path).ok()?));
+        let map = {
+            let mut maps = shared.lock().ok()?;
+            match maps.get(&f.path) {
+                Some(m) => m.clone(),
+                None => {
+                    if maps.len() >= MAX_CQ_MAPS {
+                        maps.clear();
+                    }
+                    let m = Arc::new(Mapped::open(&f.path).ok()?);
+                    maps.insert(f.path.clone(), m.clone());
+                    m
+                }
+            }
+        };
+        sq.map = Some((f.start, f.len, map));
         *opened += 1;
     }
     let (start, _, map) = sq.map.as_ref()?;
@@ -1129,7 +1161,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             }
         } else if check_unit && q >= 0 {
             // The unit at this queue offset must point back at this record.
-            if let Some(u) = sq_unit(sq, q as u64, &mut self.open_maps) {
+            if let Some(u) = sq_unit(sq, q as u64, &mut self.open_maps, &ctx.cq_maps) {
                 let tags_ok = u.has_ext_addr()
                     || fast_tags_code(m, p, &ctx.store.geometry) == Some(u.tags_code);
                 if u.offset == m.position as i64 && u.size == m.total_size && tags_ok {
@@ -1334,43 +1366,130 @@ impl<'c, 'a> SegState<'c, 'a> {
     }
 }
 
-fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
+/// The default [`VerifyOptions::piece_size`].
+pub const PIECE: u64 = 64 << 20;
+
+/// How far past a piece's nominal start the record it starts with is looked for (more than the
+/// largest record a broker accepts).
+const PIECE_SEARCH: usize = 8 << 20;
+
+/// Each commitlog file's map while pieces of it are walked: the first piece maps the file and
+/// the last one to finish drops the map, so a file is mapped and unmapped once.
+struct PieceMaps {
+    maps: Vec<Mutex<Option<Arc<Mapped>>>>,
+    left: Vec<AtomicUsize>,
+}
+
+impl PieceMaps {
+    fn new(segs: &[Segment], piece: u64) -> Self {
+        PieceMaps {
+            maps: segs.iter().map(|_| Mutex::new(None)).collect(),
+            left: segs
+                .iter()
+                .map(|s| AtomicUsize::new(piece_count(s.len, piece)))
+                .collect(),
+        }
+    }
+
+    fn get(&self, i: usize, seg: &Segment) -> Option<Arc<Mapped>> {
+        let mut slot = self.maps.get(i)?.lock().ok()?;
+        if slot.is_none() {
+            *slot = Some(Arc::new(seg.map().ok()?));
+        }
+        slot.clone()
+    }
+
+    /// A piece of file `i` is done: the last one lets the map go.
+    fn done(&self, i: usize) {
+        let last = self
+            .left
+            .get(i)
+            .is_some_and(|n| n.fetch_sub(1, Ordering::AcqRel) == 1);
+        if last {
+            if let Some(Ok(mut slot)) = self.maps.get(i).map(|m| m.lock()) {
+                *slot = None;
+            }
+        }
+    }
+}
+
+/// The pieces of file `len` bytes long.
+fn piece_count(len: u64, piece: u64) -> usize {
+    usize::try_from(len.div_ceil(piece.max(1)))
+        .unwrap_or(usize::MAX)
+        .max(1)
+}
+
+/// Where the piece nominally starting at `nominal` starts: the first record at or after it (as
+/// recovery resynchronises), unless the page there is zero (the end of the data, or a hole the
+/// walk will report). Every worker finds the same place for the same bytes.
+fn piece_start(buf: &[u8], nominal: u64, file_start: u64) -> Option<usize> {
+    let nominal = usize::try_from(nominal).ok()?;
+    let page = buf.get(nominal..nominal.checked_add(4096)?)?;
+    if page.iter().all(|&b| b == 0) {
+        return None;
+    }
+    let window = buf.get(..nominal.saturating_add(PIECE_SEARCH).min(buf.len()))?;
+    recovery::resync(window, nominal, file_start).filter(|&p| p > 0)
+}
+
+/// Walk piece `piece` of commitlog file `i` (all of it when `whole`) and check its records.
+fn scan_piece(ctx: &Ctx<'_>, i: usize, piece: usize, maps: Option<&PieceMaps>) -> SegScan {
+    let whole = maps.is_none();
     let store = ctx.store;
     let mut sink = Sink::new(ctx.opts.max_per_code);
-    let Some(seg) = store.commitlog.segments.get(i) else {
-        return SegScan {
-            index: i,
-            walk: None,
-            sink,
-            queues: Runs::default(),
-            idx: IndexTally::default(),
-            records: 0,
-            bytes: 0,
-            data_end: 0,
-            max_store_ts: 0,
-        };
+    let empty = |sink, from| SegScan {
+        index: i,
+        from,
+        to: 0,
+        file_len: 0,
+        walk: None,
+        sink,
+        queues: Runs::default(),
+        idx: IndexTally::default(),
+        records: 0,
+        bytes: 0,
+        data_end: 0,
+        max_store_ts: 0,
     };
-    // The worker's own map, unmapped when the file is done (in parallel with the other
+    let Some(seg) = store.commitlog.segments.get(i) else {
+        return empty(sink, None);
+    };
+    // The worker's own map, unmapped when the piece is done (in parallel with the other
     // workers); the later phases map a file again only if they must read a record in it.
-    let Ok(map) = seg.map() else {
+    let map = match maps {
+        Some(m) => m.get(i, seg),
+        None => seg.map().ok().map(Arc::new),
+    };
+    let Some(map) = map else {
+        if piece > 0 {
+            return empty(sink, None);
+        }
         sink.push(Finding::new(
             "store.unreadable",
             &seg.path,
             0,
             "the commitlog file cannot be mapped or read".to_string(),
         ));
-        return SegScan {
-            index: i,
-            walk: None,
-            sink,
-            queues: Runs::default(),
-            idx: IndexTally::default(),
-            records: 0,
-            bytes: 0,
-            data_end: 0,
-            max_store_ts: 0,
-        };
+        return empty(sink, Some(0));
     };
+    let piece_size = ctx.opts.piece_size.max(1);
+    let nominal = |j: usize| (j as u64).saturating_mul(piece_size);
+    let count = if whole {
+        1
+    } else {
+        piece_count(seg.len, piece_size)
+    };
+    let from = match piece {
+        0 => 0,
+        j => match piece_start(&map, nominal(j), seg.start) {
+            Some(p) => p,
+            None => return empty(sink, None),
+        },
+    };
+    let to = (piece + 1..count)
+        .find_map(|j| piece_start(&map, nominal(j), seg.start))
+        .unwrap_or(map.len());
     let mut st = SegState {
         ctx,
         path: &seg.path,
@@ -1378,7 +1497,9 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
         sink,
         queues: QueueRuns::default(),
         idx: IndexTally::default(),
-        cursor: ctx.index.map(|ix| ix.seek(seg.start)),
+        cursor: ctx
+            .index
+            .map(|ix| ix.seek(seg.start.saturating_add(from as u64))),
         keys: Vec::new(),
         topics: TopicCache::default(),
         dup_batch: Vec::new(),
@@ -1390,16 +1511,22 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
         unreported: 0,
         open_maps: 0,
     };
-    let walk = recovery::walk_file(&map, seg, &ctx.walk_opts, |m, place| st.visit(m, place));
+    let bytes = map.get(..to).unwrap_or(&map);
+    let walk = recovery::walk_from(bytes, from, seg, &ctx.walk_opts, |m, place| {
+        st.visit(m, place)
+    });
     if let Some(ix) = ctx.index {
-        st.finish_index(ix, seg.start.saturating_add(map.len() as u64));
+        st.finish_index(ix, seg.start.saturating_add(to as u64));
     }
     st.flush_dups();
-    // Count the whole file as done (blank space and zeros included).
-    st.unreported += (map.len() as u64).saturating_sub(st.bytes);
+    // Count the whole piece as done (blank space and zeros included).
+    st.unreported += ((to - from.min(to)) as u64).saturating_sub(st.bytes);
     st.report_progress(true);
     SegScan {
         index: i,
+        from: Some(from as u64),
+        to: to as u64,
+        file_len: map.len() as u64,
         walk: Some(walk),
         sink: st.sink,
         queues: {
@@ -1417,6 +1544,41 @@ fn scan_segment(ctx: &Ctx<'_>, i: usize) -> SegScan {
     }
 }
 
+/// The pieces of one file as one scan, when each piece ended cleanly where the next one
+/// started and nothing was wrong in any (else the file is walked again in one go).
+fn join_pieces(pieces: Vec<SegScan>) -> Option<Vec<SegScan>> {
+    let mut pieces: Vec<SegScan> = pieces.into_iter().filter(|p| p.from.is_some()).collect();
+    let first = pieces.first()?;
+    if first.from != Some(0) {
+        return None;
+    }
+    for pair in pieces.windows(2) {
+        let [a, b] = pair else { return None };
+        let clean = a.walk.as_ref().is_some_and(|w| w.ends_cleanly_at(a.to));
+        if !clean || b.from != Some(a.to) {
+            return None;
+        }
+    }
+    // Damage is judged by one walk over the whole file (what follows a stop depends on what
+    // came before it).
+    let last = pieces.last()?;
+    let last_clean = last.walk.as_ref().is_some_and(FileWalk::is_clean);
+    if pieces.len() > 1 && (last.to != last.file_len || !last_clean) {
+        return None;
+    }
+    let mut walk: Option<FileWalk> = None;
+    for p in pieces.iter_mut() {
+        walk = match (walk, p.walk.take()) {
+            (Some(w), Some(next)) => Some(w.join(next)),
+            (w, next) => w.or(next),
+        };
+    }
+    if let Some(last) = pieces.last_mut() {
+        last.walk = walk;
+    }
+    Some(pieces)
+}
+
 /// What the commitlog pass leaves for the later phases.
 struct Merged {
     sink: Sink,
@@ -1427,16 +1589,43 @@ struct Merged {
     bytes: u64,
     data_end: u64,
     max_store_ts: i64,
+    /// The next file to merge, the pieces of each file (numbered across files) and the pieces
+    /// waiting for the ones before them.
     next: usize,
+    pieces: Vec<std::ops::Range<usize>>,
     pending: BTreeMap<usize, SegScan>,
 }
 
 impl Merged {
-    fn take(&mut self, s: SegScan, store: &Store, strict: bool) {
-        self.pending.insert(s.index, s);
-        while let Some(s) = self.pending.remove(&self.next) {
+    /// Take piece number `piece`; merge, in file order, every file whose pieces are all in.
+    /// `again` walks a file in one go, for a file whose pieces do not join.
+    fn take(
+        &mut self,
+        piece: usize,
+        s: SegScan,
+        again: &dyn Fn(usize) -> SegScan,
+        store: &Store,
+        strict: bool,
+    ) {
+        self.pending.insert(piece, s);
+        while let Some(range) = self.pieces.get(self.next).cloned() {
+            if !range.clone().all(|p| self.pending.contains_key(&p)) {
+                break;
+            }
+            let file = self.next;
             self.next += 1;
-            self.merge(s, store, strict);
+            let group: Vec<SegScan> = range.filter_map(|p| self.pending.remove(&p)).collect();
+            match join_pieces(group) {
+                Some(scans) => {
+                    for s in scans {
+                        self.merge(s, store, strict);
+                    }
+                }
+                None => {
+                    let s = again(file);
+                    self.merge(s, store, strict);
+                }
+            }
         }
     }
 
@@ -1954,6 +2143,7 @@ pub fn verify(
         progress,
         redispatch_from,
         track_queues: want_cq,
+        cq_maps: Mutex::new(FastMap::default()),
     };
 
     let merged = Mutex::new(Merged {
@@ -1966,13 +2156,20 @@ pub fn verify(
         data_end: 0,
         max_store_ts: 0,
         next: 0,
+        pieces: {
+            let mut at = 0;
+            segs.iter()
+                .map(|seg| {
+                    let n = piece_count(seg.len, opts.piece_size);
+                    at += n;
+                    at - n..at
+                })
+                .collect()
+        },
         pending: BTreeMap::new(),
     });
     // The commitlog files go to the worker pool in order, so neighbouring files are read at the
-    // same time (the duplicate window and the merge buffer stay small). The index files'
-    // structure checks run on one more thread beside the pool: the operating system shares the
-    // cores among all of them, which balances better than queueing a whole index file behind
-    // one worker's commitlog file.
+    // same time (the duplicate window and the merge buffer stay small).
     let n_idx = match (&index_stream, want_ix) {
         (Some(ix), true) => ix.files.len(),
         _ => 0,
@@ -1993,20 +2190,32 @@ pub fn verify(
         }
         out
     };
+    // The index files' structure checks run on one more thread beside the workers; the workers
+    // take the commitlog in pieces, so the one that shares its core with it takes fewer.
     let structure = std::thread::scope(|scope| {
         let index_thread = (scan && n_idx > 0).then(|| scope.spawn(check_index_files));
         if scan {
+            // Pieces in file order, so neighbouring ones are read at the same time (the duplicate
+            // window and the merge buffer stay small).
+            let pieces: Vec<(usize, usize)> = segs
+                .iter()
+                .enumerate()
+                .flat_map(|(i, seg)| {
+                    (0..piece_count(seg.len, opts.piece_size)).map(move |j| (i, j))
+                })
+                .collect();
+            let again = |i: usize| scan_piece(&ctx, i, 0, None);
+            let piece_maps = PieceMaps::new(segs, opts.piece_size);
             let next = AtomicUsize::new(0);
             rayon::scope(|s| {
                 for _ in 0..threads {
-                    s.spawn(|_| {
-                        while let Some(k) =
-                            Some(next.fetch_add(1, Ordering::Relaxed)).filter(|&k| k < segs.len())
-                        {
-                            let r = scan_segment(&ctx, k);
-                            if let Ok(mut m) = merged.lock() {
-                                m.take(r, store, opts.strict);
-                            }
+                    s.spawn(|_| loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&(i, j)) = pieces.get(k) else { break };
+                        let r = scan_piece(&ctx, i, j, Some(&piece_maps));
+                        piece_maps.done(i);
+                        if let Ok(mut m) = merged.lock() {
+                            m.take(k, r, &again, store, opts.strict);
                         }
                     });
                 }
@@ -3240,6 +3449,110 @@ mod tests {
 
     fn fixture(name: &str) -> Store {
         crate::engine::store::test_fixture(name)
+    }
+
+    fn copy_tree(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let dest = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy_tree(&e.path(), &dest);
+            } else {
+                std::fs::copy(e.path(), &dest).unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+        }
+    }
+
+    /// The report of a store with its commitlog walked whole and in small pieces.
+    fn reports_by_piece_size(root: &Path) -> Vec<serde_json::Value> {
+        let store = Store::open(root, &crate::format::geometry::GeometryInputs::default()).unwrap();
+        [u64::MAX, 4096, 20_000, 300_000]
+            .iter()
+            .map(|&piece_size| {
+                let opts = VerifyOptions {
+                    piece_size,
+                    ..VerifyOptions::default()
+                };
+                serde_json::to_value(verify(&store, &opts, None).unwrap()).unwrap()
+            })
+            .collect()
+    }
+
+    /// Walking the commitlog files in pieces changes nothing: healthy stores, a crashed one and
+    /// damaged copies (a changed body byte, a zeroed page, a broken size field, in the middle
+    /// of a file) get the report they get with whole files.
+    #[test]
+    fn pieces_give_the_report_of_whole_files() {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut roots: Vec<PathBuf> = ["store-4.9", "store-5x"]
+            .iter()
+            .map(|n| base.join("fixtures").join(n))
+            .collect();
+        roots.extend(
+            ["basic-4.9", "basic-5.x", "crashed-4.9"]
+                .iter()
+                .map(|n| base.join("../shared/oracle").join(n).join("store"))
+                .filter(|p| p.is_dir()),
+        );
+        for root in &roots {
+            let reports = reports_by_piece_size(root);
+            for r in &reports[1..] {
+                assert_eq!(r, &reports[0], "{}", root.display());
+            }
+            // The first record at or after a fraction of the file: (position, body position,
+            // body length).
+            fn record_after(b: &[u8], num: usize, den: usize) -> (usize, usize, usize) {
+                let mut pos = 0;
+                while let Ok(Record::Message(m)) = parse_record(b, pos, 0, false) {
+                    if pos >= b.len() * num / den && !m.body.is_empty() {
+                        return (pos, pos + m.body_len_pos + 4, m.body.len());
+                    }
+                    pos += m.raw.len();
+                }
+                (pos, pos, 0)
+            }
+            type Damage = (&'static str, fn(&mut [u8]));
+            let damages: [Damage; 3] = [
+                ("a changed body byte", |b| {
+                    let (_, body, len) = record_after(b, 1, 3);
+                    b[body + len / 2] ^= 0x40;
+                }),
+                ("a zeroed page", |b| {
+                    let at = b.len() / 2 / 4096 * 4096;
+                    b[at..at + 4096].fill(0);
+                }),
+                ("a broken size field", |b| {
+                    let (pos, _, _) = record_after(b, 2, 3);
+                    b[pos..pos + 4].copy_from_slice(&7i32.to_be_bytes());
+                }),
+            ];
+            for (what, damage) in damages {
+                let tmp = tempfile::tempdir().unwrap();
+                let copy = tmp.path().join("store");
+                copy_tree(root, &copy);
+                let first = std::fs::read_dir(copy.join("commitlog"))
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .min()
+                    .unwrap();
+                let mut bytes = std::fs::read(&first).unwrap();
+                damage(&mut bytes);
+                std::fs::write(&first, &bytes).unwrap();
+                let reports = reports_by_piece_size(&copy);
+                assert!(
+                    reports[0]["summary"]["healthy"] == false
+                        || reports[0]["summary"]["warnings"] != 0,
+                    "{what} in {} went unnoticed",
+                    root.display()
+                );
+                for r in &reports[1..] {
+                    assert_eq!(r, &reports[0], "{what} in {}", root.display());
+                }
+            }
+        }
     }
 
     #[test]
