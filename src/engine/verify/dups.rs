@@ -149,15 +149,16 @@ impl Sealed {
     }
 }
 
-/// Sort keys by hash, stably: a radix sort on the hash's top 33 bits (three passes of 11 bits,
-/// whose counters fit the first-level cache), then each run of keys that share those bits (few,
-/// short ones for real hashes) by the full hash.
+/// Sort keys by hash, stably: a radix sort on the hash's top 22 bits (two passes of 11 bits,
+/// whose counters fit the first-level cache), then each run of keys that share those bits
+/// (short ones: a generation has about one key per eight values of them) by the full hash.
 fn sort_by_hash(mut keys: Vec<Key>) -> Vec<Key> {
     const BITS: u32 = 11;
     const BUCKETS: usize = 1 << BITS;
-    let digit = |h: u64, pass: u32| ((h >> (64 - BITS * (3 - pass))) as usize) & (BUCKETS - 1);
+    const PASSES: u32 = 2;
+    let digit = |h: u64, pass: u32| ((h >> (64 - BITS * (PASSES - pass))) as usize) & (BUCKETS - 1);
     let mut other = vec![(0u64, 0u64); keys.len()];
-    for pass in 0..3 {
+    for pass in 0..PASSES {
         let mut starts = [0usize; BUCKETS];
         for k in &keys {
             if let Some(c) = starts.get_mut(digit(k.0, pass)) {
@@ -181,7 +182,7 @@ fn sort_by_hash(mut keys: Vec<Key>) -> Vec<Key> {
         std::mem::swap(&mut keys, &mut other);
     }
     // Keys that share the top bits are next to each other: order each such run by full hash.
-    let top = |k: &Key| k.0 >> (64 - 3 * BITS);
+    let top = |k: &Key| k.0 >> (64 - PASSES * BITS);
     let mut rest = keys.as_mut_slice();
     while let Some(first) = rest.first() {
         let t = top(first);
@@ -243,7 +244,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            // many keys share their top 33 bits and differ below them
+            // many keys share their top bits and differ below them
             let h = if i % 3 == 0 {
                 (x & !0x7FFF_FFFF) | (i as u64 % 97)
             } else {
