@@ -1413,7 +1413,7 @@ impl PieceMaps {
     }
 }
 
-/// The pieces of file `len` bytes long.
+/// How many pieces a file `len` bytes long is walked in.
 fn piece_count(len: u64, piece: u64) -> usize {
     usize::try_from(len.div_ceil(piece.max(1)))
         .unwrap_or(usize::MAX)
@@ -1433,7 +1433,8 @@ fn piece_start(buf: &[u8], nominal: u64, file_start: u64) -> Option<usize> {
     recovery::resync(window, nominal, file_start).filter(|&p| p > 0)
 }
 
-/// Walk piece `piece` of commitlog file `i` (all of it when `whole`) and check its records.
+/// Walk piece `piece` of commitlog file `i` and check its records; without `maps`, walk the
+/// whole file in one go on a map of its own.
 fn scan_piece(ctx: &Ctx<'_>, i: usize, piece: usize, maps: Option<&PieceMaps>) -> SegScan {
     let whole = maps.is_none();
     let store = ctx.store;
