@@ -428,13 +428,15 @@ pub fn walk_file<F>(buf: &[u8], seg: &Segment, o: &WalkOptions, visit: F) -> Fil
 where
     F: FnMut(&MessageRef<'_>, RecordPlace),
 {
-    walk_from(buf, 0, seg, o, visit)
+    walk_on(None, buf, 0, seg, o, visit)
 }
 
-/// [`walk_file`] from file position `from`, a record boundary. Walking a file in pieces
-/// (`buf` cut at the end of each piece but the last) gives the walk of the whole file by
+/// [`walk_file`] from file position `from`, a record boundary, continuing `before`, the walk
+/// of the bytes before `from` (which must be [clean](FileWalk::is_clean)). Walking a file in
+/// pieces (`buf` cut at the end of each piece but the last) gives the walk of the whole file by
 /// [`FileWalk::join`] when every piece but the last [ends cleanly](FileWalk::ends_cleanly_at).
-pub fn walk_from<F>(
+pub fn walk_on<F>(
+    before: Option<FileWalk>,
     buf: &[u8],
     from: usize,
     seg: &Segment,
@@ -445,7 +447,13 @@ where
     F: FnMut(&MessageRef<'_>, RecordPlace),
 {
     let len = buf.len();
-    let mut w = FileWalk::new(seg, len);
+    let mut w = match before {
+        Some(w) => FileWalk {
+            len: len as u64,
+            ..w
+        },
+        None => FileWalk::new(seg, len),
+    };
     let mut stopped: Option<(usize, StopReason)> = None;
     let mut pos = from;
     let mut ahead = crate::format::mapped::ReadAhead::default();

@@ -1433,10 +1433,17 @@ fn piece_start(buf: &[u8], nominal: u64, file_start: u64) -> Option<usize> {
     recovery::resync(window, nominal, file_start).filter(|&p| p > 0)
 }
 
-/// Walk piece `piece` of commitlog file `i` and check its records; without `maps`, walk the
-/// whole file in one go on a map of its own.
-fn scan_piece(ctx: &Ctx<'_>, i: usize, piece: usize, maps: Option<&PieceMaps>) -> SegScan {
-    let whole = maps.is_none();
+/// Which bytes of a commitlog file a scan walks.
+enum Span<'m> {
+    /// Piece `j`, located by [`piece_start`], on the file's shared map.
+    Piece(usize, &'m PieceMaps),
+    /// From file position `from` to the end in one go, on a map of its own, continuing the walk
+    /// of the bytes before `from` (none when `from` is 0).
+    Rest(usize, Option<FileWalk>),
+}
+
+/// Walk a span of commitlog file `i` and check its records.
+fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
     let store = ctx.store;
     let mut sink = Sink::new(ctx.opts.max_per_code);
     let empty = |sink, from| SegScan {
@@ -1456,14 +1463,14 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, piece: usize, maps: Option<&PieceMaps>) -
     let Some(seg) = store.commitlog.segments.get(i) else {
         return empty(sink, None);
     };
-    // The worker's own map, unmapped when the piece is done (in parallel with the other
-    // workers); the later phases map a file again only if they must read a record in it.
-    let map = match maps {
-        Some(m) => m.get(i, seg),
-        None => seg.map().ok().map(Arc::new),
+    // The workers' map, unmapped when the file is done (in parallel with the other workers);
+    // the later phases map a file again only if they must read a record in it.
+    let map = match &span {
+        Span::Piece(_, maps) => maps.get(i, seg),
+        Span::Rest(..) => seg.map().ok().map(Arc::new),
     };
     let Some(map) = map else {
-        if piece > 0 {
+        if matches!(span, Span::Piece(j, _) if j > 0) {
             return empty(sink, None);
         }
         sink.push(Finding::new(
@@ -1476,21 +1483,22 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, piece: usize, maps: Option<&PieceMaps>) -
     };
     let piece_size = ctx.opts.piece_size.max(1);
     let nominal = |j: usize| (j as u64).saturating_mul(piece_size);
-    let count = if whole {
-        1
-    } else {
-        piece_count(seg.len, piece_size)
+    let (from, to, before) = match span {
+        Span::Piece(piece, _) => {
+            let from = match piece {
+                0 => 0,
+                j => match piece_start(&map, nominal(j), seg.start) {
+                    Some(p) => p,
+                    None => return empty(sink, None),
+                },
+            };
+            let to = (piece + 1..piece_count(seg.len, piece_size))
+                .find_map(|j| piece_start(&map, nominal(j), seg.start))
+                .unwrap_or(map.len());
+            (from, to, None)
+        }
+        Span::Rest(from, before) => (from, map.len(), before),
     };
-    let from = match piece {
-        0 => 0,
-        j => match piece_start(&map, nominal(j), seg.start) {
-            Some(p) => p,
-            None => return empty(sink, None),
-        },
-    };
-    let to = (piece + 1..count)
-        .find_map(|j| piece_start(&map, nominal(j), seg.start))
-        .unwrap_or(map.len());
     let mut st = SegState {
         ctx,
         path: &seg.path,
@@ -1513,7 +1521,7 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, piece: usize, maps: Option<&PieceMaps>) -
         open_maps: 0,
     };
     let bytes = map.get(..to).unwrap_or(&map);
-    let walk = recovery::walk_from(bytes, from, seg, &ctx.walk_opts, |m, place| {
+    let walk = recovery::walk_on(before, bytes, from, seg, &ctx.walk_opts, |m, place| {
         st.visit(m, place)
     });
     if let Some(ix) = ctx.index {
@@ -1545,39 +1553,64 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, piece: usize, maps: Option<&PieceMaps>) -
     }
 }
 
-/// The pieces of one file as one scan, when each piece ended cleanly where the next one
-/// started and nothing was wrong in any (else the file is walked again in one go).
-fn join_pieces(pieces: Vec<SegScan>) -> Option<Vec<SegScan>> {
+/// The pieces of one file, joined as far as they join: each piece but the last must end
+/// cleanly where the next one starts, and nothing may be wrong in any (what follows a stop
+/// depends on what came before it). From the first piece that does not join on, the file is
+/// walked again in one go, continuing the walk of the pieces before it.
+struct Joined {
+    scans: Vec<SegScan>,
+    /// Where the walk must start again, with the walk of the bytes before it.
+    again: Option<(usize, Option<FileWalk>)>,
+}
+
+fn join_pieces(pieces: Vec<SegScan>) -> Joined {
     let mut pieces: Vec<SegScan> = pieces.into_iter().filter(|p| p.from.is_some()).collect();
-    let first = pieces.first()?;
-    if first.from != Some(0) {
-        return None;
-    }
-    for pair in pieces.windows(2) {
-        let [a, b] = pair else { return None };
-        let clean = a.walk.as_ref().is_some_and(|w| w.ends_cleanly_at(a.to));
-        if !clean || b.from != Some(a.to) {
-            return None;
+    let n = pieces.len();
+    let starts: Vec<Option<u64>> = pieces.iter().map(|p| p.from).collect();
+    let joins = |k: usize, p: &SegScan| {
+        let Some(w) = p.walk.as_ref().filter(|w| w.is_clean()) else {
+            return false;
+        };
+        match starts.get(k + 1) {
+            Some(&next) => w.ends_cleanly_at(p.to) && next == Some(p.to),
+            None => p.to == p.file_len,
         }
-    }
-    // Damage is judged by one walk over the whole file (what follows a stop depends on what
-    // came before it).
-    let last = pieces.last()?;
-    let last_clean = last.walk.as_ref().is_some_and(FileWalk::is_clean);
-    if pieces.len() > 1 && (last.to != last.file_len || !last_clean) {
-        return None;
-    }
+    };
+    let good = match starts.first() {
+        Some(Some(0)) => pieces
+            .iter()
+            .enumerate()
+            .position(|(k, p)| !joins(k, p))
+            .unwrap_or(n),
+        _ => 0,
+    };
     let mut walk: Option<FileWalk> = None;
-    for p in pieces.iter_mut() {
+    for p in pieces.iter_mut().take(good) {
         walk = match (walk, p.walk.take()) {
             (Some(w), Some(next)) => Some(w.join(next)),
             (w, next) => w.or(next),
         };
     }
-    if let Some(last) = pieces.last_mut() {
-        last.walk = walk;
+    if good == n {
+        if let Some(last) = pieces.last_mut() {
+            last.walk = walk;
+        }
+        return Joined {
+            scans: pieces,
+            again: None,
+        };
     }
-    Some(pieces)
+    let from = pieces
+        .get(good)
+        .and_then(|p| p.from)
+        .and_then(|f| usize::try_from(f).ok())
+        .filter(|_| good > 0)
+        .unwrap_or(0);
+    pieces.truncate(good);
+    Joined {
+        scans: pieces,
+        again: Some((from, walk.filter(|_| from > 0))),
+    }
 }
 
 /// What the commitlog pass leaves for the later phases.
@@ -1599,12 +1632,13 @@ struct Merged {
 
 impl Merged {
     /// Take piece number `piece`; merge, in file order, every file whose pieces are all in.
-    /// `again` walks a file in one go, for a file whose pieces do not join.
+    /// `again` walks the rest of a file whose pieces do not all join, from a file position on
+    /// and continuing a walk.
     fn take(
         &mut self,
         piece: usize,
         s: SegScan,
-        again: &dyn Fn(usize) -> SegScan,
+        again: &dyn Fn(usize, usize, Option<FileWalk>) -> SegScan,
         store: &Store,
         strict: bool,
     ) {
@@ -1616,16 +1650,13 @@ impl Merged {
             let file = self.next;
             self.next += 1;
             let group: Vec<SegScan> = range.filter_map(|p| self.pending.remove(&p)).collect();
-            match join_pieces(group) {
-                Some(scans) => {
-                    for s in scans {
-                        self.merge(s, store, strict);
-                    }
-                }
-                None => {
-                    let s = again(file);
-                    self.merge(s, store, strict);
-                }
+            let joined = join_pieces(group);
+            for s in joined.scans {
+                self.merge(s, store, strict);
+            }
+            if let Some((from, before)) = joined.again {
+                let s = again(file, from, before);
+                self.merge(s, store, strict);
             }
         }
     }
@@ -2205,7 +2236,9 @@ pub fn verify(
                     (0..piece_count(seg.len, opts.piece_size)).map(move |j| (i, j))
                 })
                 .collect();
-            let again = |i: usize| scan_piece(&ctx, i, 0, None);
+            let again = |i: usize, from: usize, before: Option<FileWalk>| {
+                scan_piece(&ctx, i, Span::Rest(from, before))
+            };
             let piece_maps = PieceMaps::new(segs, opts.piece_size);
             let next = AtomicUsize::new(0);
             rayon::scope(|s| {
@@ -2213,7 +2246,7 @@ pub fn verify(
                     s.spawn(|_| loop {
                         let k = next.fetch_add(1, Ordering::Relaxed);
                         let Some(&(i, j)) = pieces.get(k) else { break };
-                        let r = scan_piece(&ctx, i, j, Some(&piece_maps));
+                        let r = scan_piece(&ctx, i, Span::Piece(j, &piece_maps));
                         piece_maps.done(i);
                         if let Ok(mut m) = merged.lock() {
                             m.take(k, r, &again, store, opts.strict);
