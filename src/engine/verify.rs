@@ -1,17 +1,22 @@
 //! `verify`: the invariants of a healthy store, checked across files (FORMAT.md section 12), as
 //! [`Finding`]s with what the broker would do about each on its next start.
 //!
-//! One parallel pass reads the commitlog (files in order over rayon workers, each mapping and
-//! walking its own file; a record never spans two files; index file structure checks run on one
-//! more thread beside them). It walks each file as recovery does ([`recovery::walk_file`]),
-//! checks CRCs, and per record: compares the consume queue unit at its queue offset with it
-//! (units of one queue are read in order through a cached map), merge-joins the index entries
-//! against the records in offset order (index entries are appended in commitlog order, so both
-//! streams are sorted), and feeds UNIQ_KEYs to a bounded duplicate window. Everything read in
-//! that loop is prefetched a little ahead, and the properties are read once per record. Then each consume queue is read front to back for its structure, and only
-//! the units no record matched are checked against the bytes they point at. The checkpoint and
-//! the config files come last. The recovery plan is built from the same walks and says, per
-//! commitlog finding, what recovery would do.
+//! One parallel pass reads the commitlog: rayon workers take the files in pieces of
+//! [`VerifyOptions::piece_size`], in order (a piece starts at the record recovery would
+//! resynchronise to; a record never spans two files), and the index file structure checks run
+//! on one more thread beside them. Each piece is walked as recovery walks a file
+//! ([`recovery::walk_on`]); the pieces of a file are joined into the walk of the whole file, and
+//! from the first piece that does not join cleanly (damage) on, the file is walked again in one
+//! go, so damage is judged exactly as recovery judges it. Per record the pass checks the CRC,
+//! compares the consume queue unit at its queue offset with it (units of one queue are read in
+//! order through a shared map), merge-joins the index entries against the records in offset
+//! order (index entries are appended in commitlog order, so both streams are sorted), and feeds
+//! UNIQ_KEYs to a bounded duplicate window ([`dups`]). Everything read in that loop is
+//! prefetched a little ahead, and the properties are read once per record. Then each consume
+//! queue is read front to back for its structure, and only the units no record matched are
+//! checked against the bytes they point at. The checkpoint and the config files come last. The
+//! recovery plan is built from the same walks and says, per commitlog finding, what recovery
+//! would do.
 //!
 //! The broker's mode checks what the broker checks (body CRC as recovery does: masked to 31
 //! bits, skipped for an empty body). `strict` adds what it misses: the `__CRC32#` property,
