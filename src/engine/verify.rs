@@ -11,7 +11,7 @@
 //! compares the consume queue unit at its queue offset with it (units of one queue are read in
 //! order through a shared map), merge-joins the index entries against the records in offset
 //! order (index entries are appended in commitlog order, so both streams are sorted), and feeds
-//! UNIQ_KEYs to a bounded duplicate window ([`dups`]). Everything read in that loop is
+//! UNIQ_KEYs to a bounded duplicate window (module `dups`). Everything read in that loop is
 //! prefetched a little ahead, and the properties are read once per record. Then each consume
 //! queue is read front to back for its structure, and only the units no record matched are
 //! checked against the bytes they point at. The checkpoint and the config files come last. The
