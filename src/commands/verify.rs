@@ -120,7 +120,6 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         Phase::Commitlog => pb.set_position(done),
         Phase::ConsumeQueues => pb.set_message(format!("consume queues {done}/{n}")),
         Phase::Index => {}
-        Phase::Config => pb.set_message("config files"),
     };
     let report = verify(&store, &opts, Some(&progress))?;
     pb.finish_and_clear();

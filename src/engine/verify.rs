@@ -157,8 +157,6 @@ pub enum Phase {
     ConsumeQueues,
     /// Checking index files: `done` and `total` are files.
     Index,
-    /// Config files and the checkpoint.
-    Config,
 }
 
 /// Progress callback: phase, done, total. Called from worker threads.
@@ -2227,10 +2225,19 @@ pub fn verify(
         }
         out
     };
-    // The index files' structure checks run on one more thread beside the workers; the workers
-    // take the commitlog in pieces, so the one that shares its core with it takes fewer.
-    let structure = std::thread::scope(|scope| {
-        let index_thread = (scan && n_idx > 0).then(|| scope.spawn(check_index_files));
+    // The index files' structure checks and the config files run on one more thread beside the
+    // workers (neither needs the commitlog); the workers take the commitlog in pieces, so the
+    // one that shares its core with it takes fewer.
+    let side = || {
+        let structure = if scan { check_index_files() } else { Vec::new() };
+        let mut config = Sink::new(opts.max_per_code.max(1));
+        if want_conf {
+            config_findings(store, opts, &mut config);
+        }
+        (structure, config)
+    };
+    let (structure, config) = std::thread::scope(|scope| {
+        let side_thread = scope.spawn(side);
         if scan {
             // Pieces in file order, so neighbouring ones are read at the same time (the duplicate
             // window and the merge buffer stay small).
@@ -2260,10 +2267,7 @@ pub fn verify(
                 }
             });
         }
-        match index_thread {
-            Some(t) => t.join().ok(),
-            None => Some(Vec::new()),
-        }
+        side_thread.join().ok()
     })
     .ok_or_else(|| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
     let mut merged = merged
@@ -2378,12 +2382,7 @@ pub fn verify(
         index_findings(store, index_stream.as_ref(), &merged, structure, &mut sink);
     }
 
-    if want_conf {
-        if let Some(p) = progress {
-            p(Phase::Config, 0, 1);
-        }
-        config_findings(store, opts, &mut sink);
-    }
+    sink.absorb(config);
 
     let mut findings = std::mem::take(&mut sink.list);
     findings.sort_by(|a, b| {
