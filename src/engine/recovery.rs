@@ -1049,7 +1049,16 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
     let cq_size = store.geometry.cq_file_size();
     let mut queue_ends = BTreeMap::new();
     let mut max_phy = 0u64;
-    for ((t, q), cq) in &store.queues {
+    // Each queue's end is a scan of its last files: the queues are scanned in parallel.
+    let ends: Vec<Result<(u64, u64)>> = {
+        use rayon::prelude::*;
+        store
+            .queues
+            .par_iter()
+            .map(|(_, cq)| queue_end(cq))
+            .collect()
+    };
+    for (((t, q), cq), end) in store.queues.iter().zip(ends) {
         for f in &cq.files {
             if f.len != cq_size {
                 refuses.push(format!(
@@ -1060,7 +1069,7 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
                 ));
             }
         }
-        let (end, phy) = queue_end(cq)?;
+        let (end, phy) = end?;
         max_phy = max_phy.max(phy);
         queue_ends.insert((t.clone(), *q), (end, phy));
     }

@@ -2229,7 +2229,11 @@ pub fn verify(
     // workers (neither needs the commitlog); the workers take the commitlog in pieces, so the
     // one that shares its core with it takes fewer.
     let side = || {
-        let structure = if scan { check_index_files() } else { Vec::new() };
+        let structure = if scan {
+            check_index_files()
+        } else {
+            Vec::new()
+        };
         let mut config = Sink::new(opts.max_per_code.max(1));
         if want_conf {
             config_findings(store, opts, &mut config);
