@@ -1571,12 +1571,12 @@ fn join_pieces(pieces: Vec<SegScan>) -> Joined {
     let n = pieces.len();
     let starts: Vec<Option<u64>> = pieces.iter().map(|p| p.from).collect();
     let joins = |k: usize, p: &SegScan| {
-        let Some(w) = p.walk.as_ref().filter(|w| w.is_clean()) else {
+        let Some(w) = p.walk.as_ref() else {
             return false;
         };
         match starts.get(k + 1) {
             Some(&next) => w.ends_cleanly_at(p.to) && next == Some(p.to),
-            None => p.to == p.file_len,
+            None => w.is_clean() && p.to == p.file_len,
         }
     };
     let good = match starts.first() {
