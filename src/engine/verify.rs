@@ -64,8 +64,10 @@ use crate::format::java::masked_crc32;
 use crate::format::mapped::Mapped;
 
 mod dups;
+mod names;
 use dups::DupWindow;
 pub use dups::DUP_WINDOW;
+use names::NameTable;
 /// Default cap of findings listed per code.
 pub const DEFAULT_MAX_PER_CODE: usize = 1000;
 
@@ -712,8 +714,68 @@ struct SegQueue<'a> {
     map: Option<(u64, u64, Arc<Mapped>)>,
 }
 
-/// Keyed by (the topic's number in the worker's [`TopicCache`], queue id).
-type QueueRuns<'a> = FastMap<(u32, i32), SegQueue<'a>>;
+/// The queues a worker met, by the topic's number in the worker's [`TopicCache`] and queue id:
+/// ids below [`DIRECT_QUEUE_IDS`] through a table per topic, others through a map.
+#[derive(Default)]
+struct QueueRuns<'a> {
+    /// Per topic number, per queue id: 0, or `n` for `queues[n - 1]`.
+    direct: Vec<Vec<u32>>,
+    other: FastMap<(u32, i32), u32>,
+    queues: Vec<(i32, SegQueue<'a>)>,
+}
+
+/// Queue ids a worker finds through a table (a topic has 4 or 8 queues by default, 1024 at most
+/// in practice).
+const DIRECT_QUEUE_IDS: usize = 1024;
+
+impl<'a> QueueRuns<'a> {
+    /// The queue `queue_id` of topic number `topic`, made by `make` when it is new.
+    #[inline]
+    fn get_or_insert_with(
+        &mut self,
+        topic: u32,
+        queue_id: i32,
+        make: impl FnOnce() -> SegQueue<'a>,
+    ) -> Option<&mut SegQueue<'a>> {
+        let direct = usize::try_from(queue_id)
+            .ok()
+            .filter(|&q| q < DIRECT_QUEUE_IDS);
+        let found = match direct {
+            Some(q) => self
+                .direct
+                .get(topic as usize)
+                .and_then(|t| t.get(q))
+                .copied()
+                .unwrap_or(0),
+            None => self.other.get(&(topic, queue_id)).copied().unwrap_or(0),
+        };
+        let n = if found != 0 {
+            found
+        } else {
+            self.queues.push((queue_id, make()));
+            let n = self.queues.len() as u32;
+            match direct {
+                Some(q) => {
+                    let t = topic as usize;
+                    if self.direct.len() <= t {
+                        self.direct.resize_with(t + 1, Vec::new);
+                    }
+                    let per = self.direct.get_mut(t)?;
+                    if per.len() <= q {
+                        per.resize(q + 1, 0);
+                    }
+                    *per.get_mut(q)? = n;
+                }
+                None => {
+                    self.other.insert((topic, queue_id), n);
+                }
+            }
+            n
+        };
+        let i = n.checked_sub(1)? as usize;
+        self.queues.get_mut(i).map(|(_, sq)| sq)
+    }
+}
 
 /// Per topic and queue id: the queue end recovery finds and the consume queue.
 type CqIndex<'a> = FastMap<&'a str, FastMap<i32, (u64, &'a ConsumeQueue)>>;
@@ -830,22 +892,18 @@ struct TopicHashes {
 /// commitlog, so each record's topic is looked up once here and then known by its number.
 #[derive(Default)]
 struct TopicCache {
-    known: FastMap<Box<[u8]>, TopicHashes>,
+    known: NameTable<TopicHashes>,
 }
 
 impl TopicCache {
     #[inline]
     fn of(&mut self, topic: &str) -> TopicHashes {
-        if let Some(t) = self.known.get(topic.as_bytes()) {
-            return *t;
-        }
-        let t = TopicHashes {
-            id: self.known.len() as u32,
-            prefix_hash: topic_prefix_hash(topic),
-            system: is_system_topic(topic),
-        };
-        self.known.insert(topic.as_bytes().into(), t);
-        t
+        self.known
+            .get_or_insert_with(topic.as_bytes(), |id| TopicHashes {
+                id,
+                prefix_hash: topic_prefix_hash(topic),
+                system: is_system_topic(topic),
+            })
     }
 }
 
@@ -1123,33 +1181,32 @@ impl<'c, 'a> SegState<'c, 'a> {
         let ctx = self.ctx;
         let strict = ctx.opts.strict;
         let topic: &str = &m.topic;
-        let sq = self
-            .queues
-            .entry((topic_id, m.queue_id))
-            .or_insert_with(|| {
-                let found = ctx
-                    .cq_index
-                    .get(topic)
-                    .and_then(|m2| m2.get(&m.queue_id))
-                    .copied();
-                SegQueue {
-                    topic: topic.into(),
-                    run: QueueRun {
-                        first_q: q,
-                        first_pos: m.position,
-                        next_q: q,
-                        count: 0,
-                        cq_end: found.map_or(0, |(e, _)| e),
-                        beyond: 0,
-                        first_beyond: None,
-                        matched: 0,
-                        ranges: Vec::new(),
-                        ranges_overflow: false,
-                    },
-                    cq: found.map(|(_, cq)| cq),
-                    map: None,
-                }
-            });
+        let Some(sq) = self.queues.get_or_insert_with(topic_id, m.queue_id, || {
+            let found = ctx
+                .cq_index
+                .get(topic)
+                .and_then(|m2| m2.get(&m.queue_id))
+                .copied();
+            SegQueue {
+                topic: topic.into(),
+                run: QueueRun {
+                    first_q: q,
+                    first_pos: m.position,
+                    next_q: q,
+                    count: 0,
+                    cq_end: found.map_or(0, |(e, _)| e),
+                    beyond: 0,
+                    first_beyond: None,
+                    matched: 0,
+                    ranges: Vec::new(),
+                    ranges_overflow: false,
+                },
+                cq: found.map(|(_, cq)| cq),
+                map: None,
+            }
+        }) else {
+            return;
+        };
         let run = &mut sq.run;
         let mut gap = None;
         if run.count > 0 && q != run.next_q {
@@ -1173,7 +1230,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             }
         }
         if self.open_maps > MAX_CQ_MAPS {
-            for sq in self.queues.values_mut() {
+            for (_, sq) in self.queues.queues.iter_mut() {
                 sq.map = None;
             }
             self.open_maps = 0;
@@ -1543,7 +1600,7 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         sink: st.sink,
         queues: {
             let mut runs = Runs::default();
-            for ((_, q), sq) in st.queues {
+            for (q, sq) in st.queues.queues {
                 runs.entry(sq.topic).or_default().insert(q, sq.run);
             }
             runs

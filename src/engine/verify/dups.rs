@@ -8,7 +8,9 @@
 //! further on still names the first one; other keys are forgotten two generations on.
 //!
 //! Memory: the generation being filled, the one being sorted (and its radix scratch) and the
-//! previous one, 16 bytes per key each: about 30 MB, whatever the store's size.
+//! previous one, 16 bytes per key each: about 30 MB, whatever the store's size. The buffers
+//! are handed on from generation to generation rather than allocated for each (a fresh one
+//! costs a page fault every 4 KiB).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -23,8 +25,33 @@ pub(super) type Key = (u64, u64);
 pub(super) struct DupWindow {
     filling: Mutex<Filling>,
     sealed: Mutex<Sealed>,
+    /// Buffers of a generation's size no longer in use.
+    spare: Spares,
     /// Pairs kept for findings (all of them are counted).
     cap: usize,
+}
+
+/// Buffers of [`DUP_WINDOW`] keys kept for the next generation, at most [`Spares::KEPT`].
+#[derive(Default)]
+struct Spares(Mutex<Vec<Vec<Key>>>);
+
+impl Spares {
+    const KEPT: usize = 4;
+
+    /// A buffer with room for a generation, holding whatever it held before (the radix sort's
+    /// scratch is overwritten without clearing it first).
+    fn take(&self) -> Vec<Key> {
+        let kept = self.0.lock().ok().and_then(|mut v| v.pop());
+        kept.unwrap_or_else(|| Vec::with_capacity(DUP_WINDOW))
+    }
+
+    fn give(&self, keys: Vec<Key>) {
+        if let Ok(mut v) = self.0.lock() {
+            if v.len() < Self::KEPT {
+                v.push(keys);
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -54,8 +81,12 @@ pub(super) struct Sealed {
 impl DupWindow {
     pub fn new(cap: usize) -> Self {
         DupWindow {
-            filling: Mutex::new(Filling::default()),
+            filling: Mutex::new(Filling {
+                keys: Vec::with_capacity(DUP_WINDOW),
+                generation: 0,
+            }),
             sealed: Mutex::new(Sealed::default()),
+            spare: Spares::default(),
             cap,
         }
     }
@@ -76,7 +107,9 @@ impl DupWindow {
                 (f.keys.len() >= DUP_WINDOW).then(|| {
                     let n = f.generation;
                     f.generation += 1;
-                    (n, std::mem::take(&mut f.keys))
+                    let mut empty = self.spare.take();
+                    empty.clear();
+                    (n, std::mem::replace(&mut f.keys, empty))
                 })
             };
             if let Some((n, keys)) = full {
@@ -90,17 +123,18 @@ impl DupWindow {
         let Filling { keys, generation } = self.filling.into_inner().unwrap_or_default();
         let mut sealed = self.sealed.into_inner().unwrap_or_default();
         if !keys.is_empty() {
-            sealed.waiting.insert(generation, sort_by_hash(keys));
+            let sorted = sort_by_hash(keys, &self.spare);
+            sealed.waiting.insert(generation, sorted);
         }
         // Every generation taken was handed back, sorted: merge what still waits, in order.
         while let Some((_, keys)) = sealed.waiting.pop_first() {
-            sealed.merge(keys, self.cap);
+            sealed.merge(keys, self.cap, &self.spare);
         }
         sealed
     }
 
     fn seal(&self, n: u64, keys: Vec<Key>) {
-        let keys = sort_by_hash(keys);
+        let keys = sort_by_hash(keys, &self.spare);
         let Ok(mut s) = self.sealed.lock() else {
             return;
         };
@@ -110,7 +144,7 @@ impl DupWindow {
             let Some(keys) = s.waiting.remove(&next) else {
                 break;
             };
-            s.merge(keys, self.cap);
+            s.merge(keys, self.cap, &self.spare);
         }
     }
 }
@@ -118,8 +152,9 @@ impl DupWindow {
 impl Sealed {
     /// Compare generation `keys` (sorted by hash) with itself and the previous one, and make it
     /// the previous one.
-    fn merge(&mut self, keys: Vec<Key>, cap: usize) {
-        let mut next: Vec<Key> = Vec::with_capacity(keys.len());
+    fn merge(&mut self, keys: Vec<Key>, cap: usize, spare: &Spares) {
+        let mut next = spare.take();
+        next.clear();
         let mut carried = 0u64;
         let mut p = 0;
         let mut rest = keys.as_slice();
@@ -144,7 +179,8 @@ impl Sealed {
             next.push((hash, first));
         }
         self.forgotten += self.prev.len() as u64 - carried;
-        self.prev = next;
+        spare.give(std::mem::replace(&mut self.prev, next));
+        spare.give(keys);
         self.merged += 1;
     }
 }
@@ -152,12 +188,13 @@ impl Sealed {
 /// Sort keys by hash, stably: a radix sort on the hash's top 22 bits (two passes of 11 bits,
 /// whose counters fit the first-level cache), then each run of keys that share those bits
 /// (short ones: a generation has about one key per eight values of them) by the full hash.
-fn sort_by_hash(mut keys: Vec<Key>) -> Vec<Key> {
+fn sort_by_hash(mut keys: Vec<Key>, spare: &Spares) -> Vec<Key> {
     const BITS: u32 = 11;
     const BUCKETS: usize = 1 << BITS;
     const PASSES: u32 = 2;
     let digit = |h: u64, pass: u32| ((h >> (64 - BITS * (PASSES - pass))) as usize) & (BUCKETS - 1);
-    let mut other = vec![(0u64, 0u64); keys.len()];
+    let mut other = spare.take();
+    other.resize(keys.len(), (0, 0));
     for pass in 0..PASSES {
         let mut starts = [0usize; BUCKETS];
         for k in &keys {
@@ -193,6 +230,7 @@ fn sort_by_hash(mut keys: Vec<Key>) -> Vec<Key> {
         }
         rest = after;
     }
+    spare.give(other);
     keys
 }
 
@@ -254,6 +292,10 @@ mod tests {
         }
         let mut want = keys.clone();
         want.sort_by_key(|k| k.0);
-        assert_eq!(sort_by_hash(keys), want, "stable by hash");
+        assert_eq!(
+            sort_by_hash(keys, &Spares::default()),
+            want,
+            "stable by hash"
+        );
     }
 }
