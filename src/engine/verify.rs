@@ -374,35 +374,10 @@ fn java_hash_extend(h: i32, s: &str) -> i32 {
 
 /// [`java_hash_extend`] over UTF-8 bytes decoded as Java does; ASCII needs no decoding (one
 /// UTF-16 unit per byte).
+#[inline]
 fn java_hash_bytes(h: i32, b: &[u8]) -> i32 {
-    if b.is_ascii() {
-        // h*31^8 + c0*31^7 + ... + c7, eight bytes per step (wrapping, as Java); the eight
-        // products are independent.
-        // 31^7 .. 31^0 for the eight bytes, and 31^8 for the hash so far.
-        const POWERS: [i32; 8] = {
-            let mut p = [1i32; 8];
-            let mut i = 7;
-            while i > 0 {
-                p[i - 1] = p[i].wrapping_mul(31);
-                i -= 1;
-            }
-            p
-        };
-        const P8: i32 = POWERS[0].wrapping_mul(31);
-        let mut chunks = b.chunks_exact(8);
-        let mut h = h;
-        for c in chunks.by_ref() {
-            h = c.iter().zip(POWERS).fold(h.wrapping_mul(P8), |s, (&x, p)| {
-                s.wrapping_add((x as i32).wrapping_mul(p))
-            });
-        }
-        chunks
-            .remainder()
-            .iter()
-            .fold(h, |h, &c| h.wrapping_mul(31).wrapping_add(c as i32))
-    } else {
-        java_hash_extend(h, &String::from_utf8_lossy(b))
-    }
+    crate::format::java::ascii_hash_extend(h, b)
+        .unwrap_or_else(|| java_hash_extend(h, &String::from_utf8_lossy(b)))
 }
 
 /// The tags code of a record (FORMAT.md 3.3), as [`record_tags_code`] states it, from the
