@@ -1285,22 +1285,17 @@ impl<'c, 'a> SegState<'c, 'a> {
             None => return,
         };
         ix.prefetch_ahead(c);
-        // Entries before this record point inside the previous record or between records.
-        while let Some(e) = ix.entry(c) {
-            if e.phy_offset >= x {
-                break;
-            }
-            if e.phy_offset >= self.seg_start as i64 {
-                self.dangling(ix, c, &e, "where no record starts");
-            }
-            c = ix.advance(c);
-        }
         let mut matched: u64 = 0;
         while let Some(e) = ix.entry(c) {
-            if e.phy_offset != x {
+            if e.phy_offset > x {
                 break;
             }
-            if check {
+            if e.phy_offset < x {
+                // Before this record: inside the previous record or between records.
+                if e.phy_offset >= self.seg_start as i64 {
+                    self.dangling(ix, c, &e, "where no record starts");
+                }
+            } else if check {
                 self.idx.checked += 1;
                 let free = keys
                     .iter()

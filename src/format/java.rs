@@ -35,11 +35,12 @@ pub fn ascii_hash_extend(h: i32, b: &[u8]) -> Option<i32> {
         }
         return hash16(h, &block, rest.len());
     }
-    if rest.len() >= 8 {
-        let mut block = [0u8; 16];
-        let (_, tail) = block.split_at_mut(16 - rest.len());
-        tail.copy_from_slice(rest);
-        return hash16(h, &block, rest.len());
+    if let (Some(lo), Some(hi)) = (rest.first_chunk::<8>(), rest.last_chunk::<8>()) {
+        // 8 to 15 bytes, from two overlapping words, moved to the end of the block.
+        let pad = 8 * (16 - rest.len() as u32);
+        let bytes = u128::from(u64::from_le_bytes(*lo))
+            | u128::from(u64::from_le_bytes(*hi).checked_shr(pad).unwrap_or(0)) << 64;
+        return hash16(h, &(bytes << pad).to_le_bytes(), rest.len());
     }
     rest.iter().try_fold(h, |h, &c| {
         c.is_ascii()
@@ -158,7 +159,7 @@ mod tests {
 
     #[test]
     fn ascii_hash_continues_string_hash() {
-        let text: Vec<u8> = (0..100u8).map(|i| b' ' + (i * 37) % 95).collect();
+        let text: Vec<u8> = (0..100u32).map(|i| b' ' + (i * 37 % 95) as u8).collect();
         for len in 0..text.len() {
             for start in [0i32, 7, -123_456_789] {
                 let b = &text[..len];
