@@ -158,14 +158,21 @@ impl Sealed {
         let mut carried = 0u64;
         let mut p = 0;
         let mut rest = keys.as_slice();
-        while let Some(&(hash, _)) = rest.first() {
-            let run = rest.iter().take_while(|k| k.0 == hash).count();
-            let (group, after) = rest.split_at(run);
-            rest = after;
+        while let Some(&(hash, offset)) = rest.first() {
             while self.prev.get(p).is_some_and(|k| k.0 < hash) {
                 p += 1;
             }
             let earlier = self.prev.get(p).filter(|k| k.0 == hash).map(|k| k.1);
+            let single = rest.get(1).is_none_or(|k| k.0 != hash);
+            if single && earlier.is_none() {
+                // The usual case: a key met once so far.
+                next.push((hash, offset));
+                rest = rest.get(1..).unwrap_or(&[]);
+                continue;
+            }
+            let run = rest.iter().take_while(|k| k.0 == hash).count();
+            let (group, after) = rest.split_at(run);
+            rest = after;
             carried += u64::from(earlier.is_some());
             let group_first = group.iter().map(|k| k.1).min().unwrap_or(u64::MAX);
             let first = earlier.map_or(group_first, |e| e.min(group_first));
@@ -186,22 +193,28 @@ impl Sealed {
 }
 
 /// Sort keys by hash, stably: a radix sort on the hash's top 22 bits (two passes of 11 bits,
-/// whose counters fit the first-level cache), then each run of keys that share those bits
-/// (short ones: a generation has about one key per eight values of them) by the full hash.
+/// whose counters fit the first-level cache; both counts are taken in one read), then each run
+/// of keys that share those bits (short ones: a generation has about one key per nine values of
+/// them) by the full hash.
 fn sort_by_hash(mut keys: Vec<Key>, spare: &Spares) -> Vec<Key> {
     const BITS: u32 = 11;
     const BUCKETS: usize = 1 << BITS;
-    const PASSES: u32 = 2;
-    let digit = |h: u64, pass: u32| ((h >> (64 - BITS * (PASSES - pass))) as usize) & (BUCKETS - 1);
+    const PASSES: usize = 2;
+    // Pass 0 sorts on the lowest of the three digits.
+    let digit = |h: u64, pass: usize| {
+        ((h >> (64 - BITS as usize * (PASSES - pass))) as usize) & (BUCKETS - 1)
+    };
     let mut other = spare.take();
     other.resize(keys.len(), (0, 0));
-    for pass in 0..PASSES {
-        let mut starts = [0usize; BUCKETS];
-        for k in &keys {
-            if let Some(c) = starts.get_mut(digit(k.0, pass)) {
+    let mut counts = [[0usize; BUCKETS]; PASSES];
+    for k in &keys {
+        for (pass, c) in counts.iter_mut().enumerate() {
+            if let Some(c) = c.get_mut(digit(k.0, pass)) {
                 *c += 1;
             }
         }
+    }
+    for (pass, starts) in counts.iter_mut().enumerate() {
         let mut sum = 0;
         for c in starts.iter_mut() {
             let n = *c;
@@ -219,7 +232,7 @@ fn sort_by_hash(mut keys: Vec<Key>, spare: &Spares) -> Vec<Key> {
         std::mem::swap(&mut keys, &mut other);
     }
     // Keys that share the top bits are next to each other: order each such run by full hash.
-    let top = |k: &Key| k.0 >> (64 - PASSES * BITS);
+    let top = |k: &Key| k.0 >> (64 - PASSES as u32 * BITS);
     let mut rest = keys.as_mut_slice();
     while let Some(first) = rest.first() {
         let t = top(first);
