@@ -1848,6 +1848,8 @@ struct CqCtx<'a> {
     data_end: u64,
     cl_min: u64,
     plan: Option<&'a RecoveryPlan>,
+    /// Consume queue files the commitlog pass mapped (their pages are mapped already).
+    cq_maps: Option<&'a FastMap<PathBuf, Arc<Mapped>>>,
 }
 
 fn record_at<'m>(c: &'m CqCtx<'_>, offset: u64) -> std::result::Result<MessageRef<'m>, String> {
@@ -1934,7 +1936,8 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
             }
         }
         expected_start = Some(f.start.saturating_add(fs.max(f.len)));
-        let map = match Mapped::open(&f.path) {
+        let cached = c.cq_maps.and_then(|m| m.get(&f.path)).cloned();
+        let map = match cached.map_or_else(|| Mapped::open(&f.path).map(Arc::new), Ok) {
             Ok(m) => m,
             Err(e) => {
                 r.push(Finding::new("store.unreadable", &f.path, 0, e.to_string()));
@@ -2001,7 +2004,7 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
                 }
                 continue;
             }
-            if q % sample != 0 {
+            if sample > 1 && q % sample != 0 {
                 continue;
             }
             while done.get(done_at).is_some_and(|&(_, b)| b <= q) {
@@ -2360,6 +2363,7 @@ pub fn verify(
     let mut cq_units = 0u64;
     let mut queues_checked = 0u64;
     if want_cq {
+        let cq_maps = std::mem::take(&mut *ctx.cq_maps.lock().unwrap_or_else(|e| e.into_inner()));
         let cctx = CqCtx {
             store,
             opts,
@@ -2367,6 +2371,7 @@ pub fn verify(
             data_end: merged.data_end,
             cl_min: store.commitlog.min_offset(),
             plan: plan.as_ref(),
+            cq_maps: Some(&cq_maps),
         };
         let list: Vec<&ConsumeQueue> = store
             .queues
@@ -2891,6 +2896,7 @@ fn dup_findings(
         data_end: u64::MAX,
         cl_min: 0,
         plan: None,
+        cq_maps: None,
     };
     let uniq = |off: u64| -> Option<String> {
         record_at(&cctx, off)
