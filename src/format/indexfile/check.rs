@@ -299,7 +299,7 @@ pub(super) fn chains_as_written(
     let entries = bytes.get(start..end)?;
     // The table is too big for the caches: the slot of the entry `AHEAD` places on is
     // prefetched, so these reads overlap instead of waiting one after the other.
-    const AHEAD: usize = 16;
+    const AHEAD: usize = 64;
     for (n, e) in (1u32..).zip(entries.chunks_exact(INDEX_SIZE)) {
         let ahead = (n as usize + AHEAD - 1) * INDEX_SIZE;
         if let Some(h) = entries.get(ahead..).and_then(|a| i32_at(a, 0)) {
