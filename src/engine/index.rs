@@ -129,7 +129,9 @@ fn infer_one(p: &Path) -> Option<(u32, u32)> {
 
 /// Does `g` fit on a sample of the slot table? Each sampled non-empty slot must name an entry
 /// below indexCount whose hash falls in that slot and whose previous pointer goes backwards.
-/// Needs at least 16 non-empty sampled slots to say yes.
+/// Needs at least 16 non-empty sampled slots to say yes: 64 slots are sampled first, then 4096,
+/// then every slot (a sparsely used index has few non-empty slots; reading its slot table is
+/// still far less than reading the whole file).
 fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
     use crate::format::bytes::i32_at;
     let Some(count) = i32_at(b, 36) else {
@@ -139,26 +141,78 @@ fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
         return false;
     }
     let slots = g.slots as usize;
-    let step = (slots / 64).max(1);
-    let mut seen = 0;
-    for i in (0..slots).step_by(step) {
-        let Some(v) = i32_at(b, 40 + 4 * i) else {
-            return false;
-        };
-        if v == 0 {
-            continue;
+    for samples in [64, 4096, slots] {
+        let step = (slots / samples.max(1)).max(1);
+        let mut seen = 0;
+        for i in (0..slots).step_by(step) {
+            let Some(v) = i32_at(b, 40 + 4 * i) else {
+                return false;
+            };
+            if v == 0 {
+                continue;
+            }
+            if !(1..count).contains(&v) {
+                return false;
+            }
+            let e = 40 + 4 * slots + 20 * v as usize;
+            let (Some(h), Some(prev)) = (i32_at(b, e), i32_at(b, e + 16)) else {
+                return false;
+            };
+            if h < 0 || h as usize % slots != i || !(0..v).contains(&prev) {
+                return false;
+            }
+            seen += 1;
         }
-        if !(1..count).contains(&v) {
-            return false;
+        if seen >= 16 {
+            return true;
         }
-        let e = 40 + 4 * slots + 20 * v as usize;
-        let (Some(h), Some(prev)) = (i32_at(b, e), i32_at(b, e + 16)) else {
-            return false;
-        };
-        if h < 0 || h as usize % slots != i || !(0..v).contains(&prev) {
-            return false;
-        }
-        seen += 1;
     }
-    seen >= 16
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A broker-default-size index file holding `n` entries, put in as the broker does.
+    fn default_file(n: i32) -> Vec<u8> {
+        let g = IndexGeometry::DEFAULT;
+        let slots = g.slots as usize;
+        let mut b = vec![0u8; g.file_size() as usize];
+        b[36..40].copy_from_slice(&(n + 1).to_be_bytes());
+        for k in 1..=n {
+            let hash = k.wrapping_mul(2_654_435).wrapping_abs();
+            let slot = 40 + 4 * (hash as usize % slots);
+            let prev = i32::from_be_bytes(b[slot..slot + 4].try_into().unwrap());
+            let e = 40 + 4 * slots + 20 * k as usize;
+            b[e..e + 4].copy_from_slice(&hash.to_be_bytes());
+            b[e + 4..e + 12].copy_from_slice(&(i64::from(k) * 100).to_be_bytes());
+            b[e + 16..e + 20].copy_from_slice(&prev.to_be_bytes());
+            b[slot..slot + 4].copy_from_slice(&k.to_be_bytes());
+        }
+        b
+    }
+
+    #[test]
+    fn a_sparsely_used_default_file_fits_on_its_slot_table() {
+        // 200 entries in 5,000,000 slots: no sample of 64 or 4096 slots meets 16 used ones,
+        // the whole slot table does.
+        let mut b = default_file(200);
+        assert!(sampled_fit(&b, IndexGeometry::DEFAULT));
+        // A slot naming an entry of another slot is caught.
+        let g = IndexGeometry::DEFAULT;
+        let slot = (40..40 + 4 * g.slots as usize)
+            .step_by(4)
+            .find(|&p| b[p..p + 4] != [0; 4])
+            .unwrap();
+        let other = if b[slot..slot + 4] == 1i32.to_be_bytes() {
+            2i32
+        } else {
+            1
+        };
+        b[slot..slot + 4].copy_from_slice(&other.to_be_bytes());
+        assert!(!sampled_fit(&b, IndexGeometry::DEFAULT));
+        // Too few entries to say.
+        assert!(!sampled_fit(&default_file(10), IndexGeometry::DEFAULT));
+    }
 }
