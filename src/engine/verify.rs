@@ -352,10 +352,7 @@ impl<'a> Props<'a> {
         for_each_segment(block, |seg| {
             // The segment's first eight bytes (zero-padded): the usual names are told apart by
             // one compare each.
-            let w = match seg.first_chunk::<8>() {
-                Some(c) => u64::from_le_bytes(*c),
-                None => seg.iter().rev().fold(0, |w, &c| (w << 8) | u64::from(c)),
-            };
+            let (w, _) = names::end_words(seg);
             let value = |at: usize| seg.get(at..).filter(|v| !v.is_empty());
             if w & FIVE == TAGS {
                 p.tags = value(5).or(p.tags);

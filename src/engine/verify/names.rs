@@ -30,7 +30,7 @@ impl<V> Default for NameTable<V> {
 /// A name's first and last eight bytes as words (they overlap for names of 9 to 15 bytes); a
 /// name shorter than eight bytes is one zero-padded word.
 #[inline]
-fn end_words(name: &[u8]) -> (u64, u64) {
+pub(super) fn end_words(name: &[u8]) -> (u64, u64) {
     match (name.first_chunk::<8>(), name.last_chunk::<8>()) {
         (Some(f), Some(l)) => (u64::from_le_bytes(*f), u64::from_le_bytes(*l)),
         _ => {
@@ -45,7 +45,7 @@ fn end_words(name: &[u8]) -> (u64, u64) {
 
 #[inline]
 fn slot_hash(first: u64, last: u64, len: usize) -> usize {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    use super::FAST_K as K;
     let h = (first.wrapping_mul(K) ^ last.rotate_left(29) ^ len as u64).wrapping_mul(K);
     (h >> 32) as usize
 }
