@@ -112,10 +112,37 @@ pub fn prefetch<T>(items: &[T], at: usize) {
     let _ = (items, at);
 }
 
+/// [`prefetch`] for an address already known to be inside a slice.
+#[inline(always)]
+fn prefetch_line(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    // SAFETY: as in `prefetch`; a prefetch never faults, whatever the address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
+}
+
+/// Read the byte `buf[at]` (nothing when out of bounds), so that its page is mapped now.
+#[inline]
+fn read_byte(buf: &[u8], at: usize) {
+    if let Some(b) = buf.get(at) {
+        #[allow(unsafe_code)]
+        // SAFETY: a volatile read of a byte inside the slice; it only keeps the compiler from
+        // dropping a read whose value is not used.
+        let _ = unsafe { std::ptr::read_volatile(b) };
+    }
+}
+
 /// Prefetches every cache line a few KiB ahead of a walk. Parsing a record reads its header and
 /// then, past the body, its topic and properties, before the body CRC streams through the body:
 /// without this, that jump waits for memory on every record (and the processor's own prefetchers
-/// stop at page boundaries).
+/// stop at page boundaries). A prefetch into a page that is not mapped yet is dropped, so the
+/// first byte of each block the kernel maps at once is read instead: the block is mapped a few
+/// KiB before the walk gets there, and the prefetches into it count.
 #[derive(Default)]
 pub struct ReadAhead {
     next: usize,
@@ -124,15 +151,28 @@ pub struct ReadAhead {
 impl ReadAhead {
     const DISTANCE: usize = 8 << 10;
     const LINE: usize = 64;
+    /// Linux maps the pages of a file mapping this many bytes at a time around a page fault
+    /// (`fault_around_bytes`, 64 KiB by default).
+    const MAP_BLOCK: usize = 64 << 10;
 
     /// Prefetch `buf` up to a few KiB past `pos`, the position about to be read.
     #[inline]
     pub fn touch(&mut self, buf: &[u8], pos: usize) {
         let until = pos.saturating_add(Self::DISTANCE).min(buf.len());
-        self.next = self.next.max(pos);
-        while self.next < until {
-            prefetch(buf, self.next);
-            self.next += Self::LINE;
+        let from = self.next.max(pos & !(Self::LINE - 1));
+        if from >= until {
+            return;
         }
+        let mut block = from.next_multiple_of(Self::MAP_BLOCK);
+        while block < until {
+            read_byte(buf, block);
+            block += Self::MAP_BLOCK;
+        }
+        let mut at = from;
+        while at < until {
+            prefetch_line(buf.as_ptr().wrapping_add(at));
+            at += Self::LINE;
+        }
+        self.next = at;
     }
 }

@@ -198,14 +198,26 @@ pub(super) fn parse_message_by_fields(
         reconsume_times,
         prepared_transaction_offset,
         body,
-        // Topic names are ASCII: the strict check is the fast path.
-        topic: match std::str::from_utf8(topic) {
-            Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) => String::from_utf8_lossy(topic),
-        },
+        topic: topic_text(topic),
         properties: Properties(properties),
         body_len_pos,
     })
+}
+
+/// A topic's bytes as text. Topic names are ASCII (the broker's own check allows no more), so
+/// that is tested a word at a time first; other bytes go through the UTF-8 check, and bytes
+/// that are not UTF-8 are shown with replacement characters.
+#[inline(always)]
+fn topic_text(topic: &[u8]) -> std::borrow::Cow<'_, str> {
+    if topic.is_ascii() {
+        #[allow(unsafe_code)]
+        // SAFETY: every ASCII byte sequence is valid UTF-8.
+        return std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(topic) });
+    }
+    match std::str::from_utf8(topic) {
+        Ok(t) => std::borrow::Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(topic),
+    }
 }
 
 /// Bytes before BODY when both hosts are IPv4 (8 bytes each).
@@ -272,10 +284,7 @@ fn parse_ipv4_message(
         reconsume_times: i32_at(72),
         prepared_transaction_offset: i64_at(76),
         body,
-        topic: match std::str::from_utf8(topic) {
-            Ok(t) => std::borrow::Cow::Borrowed(t),
-            Err(_) => String::from_utf8_lossy(topic),
-        },
+        topic: topic_text(topic),
         properties: Properties(rest),
         body_len_pos: 84,
     })
