@@ -504,10 +504,31 @@ fn expected_index_keys(m: &MessageRef<'_>, p: &Props<'_>, prefix: i32, out: &mut
     if let Some(u) = p.uniq {
         out.push(index_hash(prefix, u));
     }
-    if let Some(k) = p.keys {
-        for key in k.split(|&b| b == b' ').filter(|s| !s.is_empty()) {
-            out.push(index_hash(prefix, key));
+    match p.keys {
+        // Usually a single key.
+        Some(k) if !k.is_empty() && !has_space(k) => out.push(index_hash(prefix, k)),
+        Some(k) => {
+            for key in k.split(|&b| b == b' ').filter(|s| !s.is_empty()) {
+                out.push(index_hash(prefix, key));
+            }
         }
+        None => {}
+    }
+}
+
+/// True when `b` holds a space (the KEYS separator). Up to 16 bytes are tested as two
+/// overlapping words, without a loop.
+fn has_space(b: &[u8]) -> bool {
+    const SPACES: u64 = u64::from_ne_bytes([b' '; 8]);
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const TOPS: u64 = u64::from_ne_bytes([0x80; 8]);
+    // A byte of `w` is zero exactly when this has its top bit set somewhere.
+    let any_zero = |w: u64| w.wrapping_sub(ONES) & !w & TOPS != 0;
+    match (b.first_chunk::<8>(), b.last_chunk::<8>()) {
+        (Some(f), Some(l)) if b.len() <= 16 => {
+            any_zero(u64::from_ne_bytes(*f) ^ SPACES) || any_zero(u64::from_ne_bytes(*l) ^ SPACES)
+        }
+        _ => b.contains(&b' '),
     }
 }
 
@@ -3655,6 +3676,26 @@ mod tests {
                 for r in &reports[1..] {
                     assert_eq!(r, &reports[0], "{what} in {}", root.display());
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn has_space_sees_a_space_anywhere() {
+        for len in 0..40usize {
+            let clean = vec![b'k'; len];
+            assert!(!has_space(&clean), "len {len}");
+            for at in 0..len {
+                let mut b = clean.clone();
+                b[at] = b' ';
+                assert!(has_space(&b), "len {len} at {at}");
+                // Bytes next to a space in value are not spaces.
+                b[at] = b' ' - 1;
+                assert!(!has_space(&b), "len {len} at {at}");
+                b[at] = b' ' + 1;
+                assert!(!has_space(&b), "len {len} at {at}");
+                b[at] = b' ' | 0x80;
+                assert!(!has_space(&b), "len {len} at {at}");
             }
         }
     }
