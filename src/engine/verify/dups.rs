@@ -1,18 +1,25 @@
 //! The duplicate UNIQ_KEY window of `verify`.
 //!
 //! Keyed records are cut into generations of [`DUP_WINDOW`] keys in the order the workers read
-//! them. A full generation is sorted by key hash (outside every lock) and then compared with
-//! the generation before it in one merge pass: a repeat inside a generation or across two
-//! neighbouring ones is found, so every repeat fewer than [`DUP_WINDOW`] keyed records after its
-//! first copy is. A key that repeats is carried on with its first offset, so a third copy
-//! further on still names the first one; other keys are forgotten two generations on.
+//! them. Each full generation is compared with itself and the generation before it: a repeat
+//! inside a generation or across two neighbouring ones is found, so every repeat fewer than
+//! [`DUP_WINDOW`] keyed records after its first copy is. A key that repeats is carried on with
+//! its first offset, so a third copy further on still names the first one; other keys are
+//! forgotten two generations on.
 //!
-//! Memory: the generation being filled, the one being sorted (and its radix scratch) and the
-//! previous one, 16 bytes per key each: about 30 MB, whatever the store's size. The buffers
-//! are handed on from generation to generation rather than allocated for each (a fresh one
-//! costs a page fault every 4 KiB).
+//! Repeats are rare, so a generation is first run through two bit filters (its own hashes so
+//! far, and the previous generation's): a filter can say "seen" wrongly but never "not seen"
+//! wrongly. Only the hashes a filter has seen (the repeats, and about 2% more) are then looked
+//! up exactly, in one pass over each of the two generations. Each key costs a probe of two
+//! 1 MiB filters instead of a sort.
+//!
+//! Memory: the generation being filled, the one being compared and the previous one, 16 bytes
+//! per key each, and the two filters: about 24 MB, whatever the store's size. The buffers are
+//! handed on from generation to generation rather than allocated for each (a fresh one costs a
+//! page fault every 4 KiB).
 
 use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// Keys per generation of the duplicate UNIQ_KEY window (two generations are compared).
@@ -38,11 +45,13 @@ struct Spares(Mutex<Vec<Vec<Key>>>);
 impl Spares {
     const KEPT: usize = 4;
 
-    /// A buffer with room for a generation, holding whatever it held before (the radix sort's
-    /// scratch is overwritten without clearing it first).
+    /// An empty buffer with room for a generation.
     fn take(&self) -> Vec<Key> {
         let kept = self.0.lock().ok().and_then(|mut v| v.pop());
-        kept.unwrap_or_else(|| Vec::with_capacity(DUP_WINDOW))
+        let mut v = kept.unwrap_or_default();
+        v.clear();
+        v.reserve(DUP_WINDOW);
+        v
     }
 
     fn give(&self, keys: Vec<Key>) {
@@ -62,13 +71,22 @@ struct Filling {
 }
 
 /// What the sealed generations found.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(super) struct Sealed {
-    /// The last generation merged: sorted by hash, one entry per hash with its first offset.
+    /// The last generation compared, its keys in the order they came.
     prev: Vec<Key>,
-    /// Generations merged so far.
+    /// The hashes of `prev`.
+    prev_filter: Filter,
+    /// The first offset of each hash that `prev` holds more than once or that was carried
+    /// into it; the others have a single copy in `prev`.
+    prev_first: HashMap<u64, u64>,
+    /// Distinct hashes in `prev`.
+    prev_distinct: u64,
+    /// The filter of the generation being compared (kept to reuse its table).
+    filter: Filter,
+    /// Generations compared so far.
     merged: u64,
-    /// Sorted generations that must wait for an earlier one still being sorted.
+    /// Full generations that must wait for an earlier one still being filled in.
     waiting: BTreeMap<u64, Vec<Key>>,
     /// `(first offset, repeat offset)` of repeated hashes, at most `cap` of them.
     pub pairs: Vec<(u64, u64)>,
@@ -91,8 +109,8 @@ impl DupWindow {
         }
     }
 
-    /// Add keys in the order they were read. The worker whose keys fill a generation sorts and
-    /// merges it; the other workers only wait for the short append.
+    /// Add keys in the order they were read. The worker whose keys fill a generation compares
+    /// it; the other workers only wait for the short append.
     pub fn add(&self, keys: &[Key]) {
         let mut rest = keys;
         while !rest.is_empty() {
@@ -107,9 +125,7 @@ impl DupWindow {
                 (f.keys.len() >= DUP_WINDOW).then(|| {
                     let n = f.generation;
                     f.generation += 1;
-                    let mut empty = self.spare.take();
-                    empty.clear();
-                    (n, std::mem::replace(&mut f.keys, empty))
+                    (n, std::mem::replace(&mut f.keys, self.spare.take()))
                 })
             };
             if let Some((n, keys)) = full {
@@ -118,15 +134,14 @@ impl DupWindow {
         }
     }
 
-    /// Seal the last, partial generation and return what was found.
+    /// Compare the last, partial generation and return what was found.
     pub fn finish(self) -> Sealed {
         let Filling { keys, generation } = self.filling.into_inner().unwrap_or_default();
         let mut sealed = self.sealed.into_inner().unwrap_or_default();
         if !keys.is_empty() {
-            let sorted = sort_by_hash(keys, &self.spare);
-            sealed.waiting.insert(generation, sorted);
+            sealed.waiting.insert(generation, keys);
         }
-        // Every generation taken was handed back, sorted: merge what still waits, in order.
+        // Every generation taken was handed in: compare what still waits, in order.
         while let Some((_, keys)) = sealed.waiting.pop_first() {
             sealed.merge(keys, self.cap, &self.spare);
         }
@@ -134,7 +149,6 @@ impl DupWindow {
     }
 
     fn seal(&self, n: u64, keys: Vec<Key>) {
-        let keys = sort_by_hash(keys, &self.spare);
         let Ok(mut s) = self.sealed.lock() else {
             return;
         };
@@ -150,101 +164,211 @@ impl DupWindow {
 }
 
 impl Sealed {
-    /// Compare generation `keys` (sorted by hash) with itself and the previous one, and make it
-    /// the previous one.
+    /// Compare generation `keys` (in the order they came) with itself and the previous one,
+    /// and make it the previous one.
     fn merge(&mut self, keys: Vec<Key>, cap: usize, spare: &Spares) {
-        let mut next = spare.take();
-        next.clear();
-        let mut carried = 0u64;
-        let mut p = 0;
-        let mut rest = keys.as_slice();
-        while let Some(&(hash, offset)) = rest.first() {
-            while self.prev.get(p).is_some_and(|k| k.0 < hash) {
-                p += 1;
+        // Hashes met before, in this generation or the last (and a few the filters mistake).
+        self.filter.clear();
+        let mut maybe = Vec::new();
+        for (i, &(hash, _)) in keys.iter().enumerate() {
+            if let Some(&(ahead, _)) = keys.get(i + 8) {
+                self.filter.prefetch(ahead);
+                self.prev_filter.prefetch(ahead);
             }
-            let earlier = self.prev.get(p).filter(|k| k.0 == hash).map(|k| k.1);
-            let single = rest.get(1).is_none_or(|k| k.0 != hash);
-            if single && earlier.is_none() {
-                // The usual case: a key met once so far.
-                next.push((hash, offset));
-                rest = rest.get(1..).unwrap_or(&[]);
-                continue;
+            let seen_here = self.filter.insert(hash);
+            if seen_here || self.prev_filter.contains(hash) {
+                maybe.push(hash);
             }
-            let run = rest.iter().take_while(|k| k.0 == hash).count();
-            let (group, after) = rest.split_at(run);
-            rest = after;
-            carried += u64::from(earlier.is_some());
-            let group_first = group.iter().map(|k| k.1).min().unwrap_or(u64::MAX);
-            let first = earlier.map_or(group_first, |e| e.min(group_first));
-            let copies = group.iter().map(|k| k.1).chain(earlier);
-            for pos in copies.filter(|&pos| pos != first) {
-                self.found += 1;
-                if self.pairs.len() < cap {
-                    self.pairs.push((first, pos));
-                }
-            }
-            next.push((hash, first));
         }
-        self.forgotten += self.prev.len() as u64 - carried;
-        spare.give(std::mem::replace(&mut self.prev, next));
-        spare.give(keys);
+        let mut carried = 0u64;
+        let mut repeats_inside = 0u64;
+        let mut first_of = HashMap::new();
+        if !maybe.is_empty() {
+            let wanted = HashSet64::of(&mut maybe);
+            // Every copy of those hashes in both generations, by hash (in arrival order within
+            // a hash: the sort is stable).
+            let mut here: Vec<Key> = keys.iter().copied().filter(|k| wanted.has(k.0)).collect();
+            let mut before: Vec<Key> = self
+                .prev
+                .iter()
+                .copied()
+                .filter(|k| wanted.has(k.0))
+                .collect();
+            here.sort_by_key(|k| k.0);
+            before.sort_by_key(|k| k.0);
+            let mut b = 0;
+            let mut rest = here.as_slice();
+            while let Some(&(hash, _)) = rest.first() {
+                let run = rest.iter().take_while(|k| k.0 == hash).count();
+                let (group, after) = rest.split_at(run);
+                rest = after;
+                while before.get(b).is_some_and(|k| k.0 < hash) {
+                    b += 1;
+                }
+                let earlier = self
+                    .prev_first
+                    .get(&hash)
+                    .copied()
+                    .or_else(|| before.get(b).filter(|k| k.0 == hash).map(|k| k.1));
+                if run == 1 && earlier.is_none() {
+                    // A key met once so far (the filters were wrong about it).
+                    continue;
+                }
+                repeats_inside += run as u64 - 1;
+                carried += u64::from(earlier.is_some());
+                let group_first = group.iter().map(|k| k.1).min().unwrap_or(u64::MAX);
+                let first = earlier.map_or(group_first, |e| e.min(group_first));
+                let copies = group.iter().map(|k| k.1).chain(earlier);
+                for pos in copies.filter(|&pos| pos != first) {
+                    self.found += 1;
+                    if self.pairs.len() < cap {
+                        self.pairs.push((first, pos));
+                    }
+                }
+                first_of.insert(hash, first);
+            }
+        }
+        self.forgotten += self.prev_distinct - carried;
+        self.prev_distinct = keys.len() as u64 - repeats_inside;
+        self.prev_first = first_of;
+        std::mem::swap(&mut self.prev_filter, &mut self.filter);
+        spare.give(std::mem::replace(&mut self.prev, keys));
         self.merged += 1;
     }
 }
 
-/// Sort keys by hash, stably: a radix sort on the hash's top 22 bits (two passes of 11 bits,
-/// whose counters fit the first-level cache; both counts are taken in one read), then each run
-/// of keys that share those bits (short ones: a generation has about one key per nine values of
-/// them) by the full hash.
-fn sort_by_hash(mut keys: Vec<Key>, spare: &Spares) -> Vec<Key> {
-    const BITS: u32 = 11;
-    const BUCKETS: usize = 1 << BITS;
-    const PASSES: usize = 2;
-    // Pass 0 sorts on the lowest of the three digits.
-    let digit = |h: u64, pass: usize| {
-        ((h >> (64 - BITS as usize * (PASSES - pass))) as usize) & (BUCKETS - 1)
-    };
-    let mut other = spare.take();
-    other.resize(keys.len(), (0, 0));
-    let mut counts = [[0usize; BUCKETS]; PASSES];
-    for k in &keys {
-        for (pass, c) in counts.iter_mut().enumerate() {
-            if let Some(c) = c.get_mut(digit(k.0, pass)) {
-                *c += 1;
+/// Odd multiplier that spreads a hash's bits into the high bits of the product.
+const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// A set of 64-bit hashes as a bit filter: two bits of one word per hash. `contains` may say
+/// yes for a hash never put in (about 1% of them at a generation's size), never no for one
+/// that was.
+struct Filter {
+    words: Vec<u64>,
+}
+
+impl Default for Filter {
+    fn default() -> Self {
+        // Written now rather than calloc'd: the first write to a page the filter had only read
+        // (the shared zero page) would cost a copy and a TLB flush on every core.
+        #[allow(clippy::slow_vector_initialization)]
+        let mut words = Vec::with_capacity(Self::WORDS);
+        words.resize(Self::WORDS, 0);
+        Filter { words }
+    }
+}
+
+impl Filter {
+    /// 1 MiB: about 18 bits per key of a generation.
+    const WORDS: usize = 1 << 17;
+
+    /// The word and the two bits of `hash`, from the high bits of a multiplication (which
+    /// depend on every bit of the hash).
+    fn place(hash: u64) -> (usize, u64) {
+        let m = hash.wrapping_mul(MIX);
+        let word = (m >> (64 - Self::WORDS.trailing_zeros())) as usize;
+        let bits = (1u64 << ((m >> 35) & 63)) | (1u64 << ((m >> 41) & 63));
+        (word, bits)
+    }
+
+    fn clear(&mut self) {
+        self.words.fill(0);
+    }
+
+    fn prefetch(&self, hash: u64) {
+        crate::format::mapped::prefetch(&self.words, Self::place(hash).0);
+    }
+
+    fn contains(&self, hash: u64) -> bool {
+        let (word, bits) = Self::place(hash);
+        self.words.get(word).is_some_and(|w| w & bits == bits)
+    }
+
+    /// Put `hash` in; true when the filter held it already.
+    fn insert(&mut self, hash: u64) -> bool {
+        let (word, bits) = Self::place(hash);
+        match self.words.get_mut(word) {
+            Some(w) => {
+                let had = *w & bits == bits;
+                *w |= bits;
+                had
             }
+            None => false,
         }
     }
-    for (pass, starts) in counts.iter_mut().enumerate() {
-        let mut sum = 0;
-        for c in starts.iter_mut() {
-            let n = *c;
-            *c = sum;
-            sum += n;
+}
+
+/// A small exact set of hashes (open addressing, linear probing) for the lookups of a
+/// generation's pass; a hash of 0 is stored as 1, which only lets one more hash through
+/// (the caller compares full hashes afterwards).
+struct HashSet64 {
+    slots: Vec<u64>,
+    /// One bit per value of a hash's top 16 bits: most hashes not in the set are turned away
+    /// here, in 8 KiB that stay in the first-level cache.
+    near: Vec<u64>,
+}
+
+impl HashSet64 {
+    /// The set of `hashes` (sorted and deduplicated in place).
+    fn of(hashes: &mut Vec<u64>) -> Self {
+        hashes.sort_unstable();
+        hashes.dedup();
+        let mut set = HashSet64 {
+            slots: vec![0; (hashes.len() * 2).next_power_of_two().max(16)],
+            near: vec![0; 1 << 10],
+        };
+        for &h in hashes.iter() {
+            set.put(h.max(1));
         }
-        for &k in &keys {
-            if let Some(c) = starts.get_mut(digit(k.0, pass)) {
-                if let Some(slot) = other.get_mut(*c) {
-                    *slot = k;
-                }
-                *c += 1;
+        set
+    }
+
+    /// The word and bit of `near` for `h`.
+    fn near_bit(h: u64) -> (usize, u64) {
+        let top = (h.wrapping_mul(MIX) >> 48) as usize;
+        (top >> 6, 1 << (top & 63))
+    }
+
+    fn home(&self, h: u64) -> usize {
+        let bits = self.slots.len().trailing_zeros();
+        (h.wrapping_mul(MIX) >> (64 - bits)) as usize
+    }
+
+    fn put(&mut self, h: u64) {
+        let (w, bit) = Self::near_bit(h);
+        if let Some(w) = self.near.get_mut(w) {
+            *w |= bit;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        while let Some(s) = self.slots.get_mut(i) {
+            if *s == 0 || *s == h {
+                *s = h;
+                return;
             }
+            i = (i + 1) & mask;
         }
-        std::mem::swap(&mut keys, &mut other);
     }
-    // Keys that share the top bits are next to each other: order each such run by full hash.
-    let top = |k: &Key| k.0 >> (64 - PASSES as u32 * BITS);
-    let mut rest = keys.as_mut_slice();
-    while let Some(first) = rest.first() {
-        let t = top(first);
-        let run = rest.iter().take_while(|k| top(k) == t).count();
-        let (same, after) = rest.split_at_mut(run);
-        if run > 1 {
-            same.sort_by_key(|k| k.0);
+
+    fn has(&self, h: u64) -> bool {
+        let h = h.max(1);
+        let (w, bit) = Self::near_bit(h);
+        if self.near.get(w).is_none_or(|w| w & bit == 0) {
+            return false;
         }
-        rest = after;
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        while let Some(&s) = self.slots.get(i) {
+            if s == h {
+                return true;
+            }
+            if s == 0 {
+                return false;
+            }
+            i = (i + 1) & mask;
+        }
+        false
     }
-    spare.give(other);
-    keys
 }
 
 #[cfg(test)]
@@ -287,28 +411,107 @@ mod tests {
         assert_eq!(forgotten, DUP_WINDOW as u64 - 1 + DUP_WINDOW as u64 - 1);
     }
 
-    #[test]
-    fn sort_orders_full_hashes_that_share_their_top_bits() {
-        let mut keys: Vec<Key> = Vec::new();
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        for i in 0..5000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // many keys share their top bits and differ below them
-            let h = if i % 3 == 0 {
-                (x & !0x7FFF_FFFF) | (i as u64 % 97)
-            } else {
-                x
-            };
-            keys.push((h, i as u64));
+    /// The window's rules written plainly, generation by generation with ordered maps.
+    fn reference(keys: &[Key], cap: usize) -> (u64, Vec<(u64, u64)>, u64) {
+        let mut prev: BTreeMap<u64, u64> = BTreeMap::new();
+        let (mut found, mut pairs, mut forgotten) = (0u64, Vec::new(), 0u64);
+        for generation in keys.chunks(DUP_WINDOW) {
+            let mut groups: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+            for &(hash, offset) in generation {
+                groups.entry(hash).or_default().push(offset);
+            }
+            let mut next = BTreeMap::new();
+            let mut carried = 0;
+            for (hash, offsets) in groups {
+                let earlier = prev.get(&hash).copied();
+                carried += u64::from(earlier.is_some());
+                let copies = || offsets.iter().copied().chain(earlier);
+                let first = copies().min().unwrap_or(u64::MAX);
+                for pos in copies().filter(|&p| p != first) {
+                    found += 1;
+                    if pairs.len() < cap {
+                        pairs.push((first, pos));
+                    }
+                }
+                next.insert(hash, first);
+            }
+            forgotten += prev.len() as u64 - carried;
+            prev = next;
         }
-        let mut want = keys.clone();
-        want.sort_by_key(|k| k.0);
-        assert_eq!(
-            sort_by_hash(keys, &Spares::default()),
-            want,
-            "stable by hash"
+        (found, pairs, forgotten)
+    }
+
+    #[test]
+    fn agrees_with_the_plain_rules_over_several_generations() {
+        // Hashes drawn from a space about twice the number of keys: many repeat, inside a
+        // generation, in the next one and further on; some are 0 and 1 (the exact set's
+        // stand-in for 0). Offsets come in no order.
+        let n = DUP_WINDOW * 3 + DUP_WINDOW / 3;
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let keys: Vec<Key> = (0..n as u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let hash = match x % 1000 {
+                    0 => 0,
+                    1 => 1,
+                    _ => (x >> 20) % (2 * n as u64),
+                };
+                (hash, i.wrapping_mul(0x9E37_79B1) % (1 << 40))
+            })
+            .collect();
+        let cap = 50_000;
+        let d = DupWindow::new(cap);
+        // As workers add them: batches of uneven sizes.
+        let mut rest = keys.as_slice();
+        let mut size = 1;
+        while !rest.is_empty() {
+            let (now, later) = rest.split_at(size.min(rest.len()));
+            d.add(now);
+            rest = later;
+            size = size * 7 % 3001 + 1;
+        }
+        let got = found(d);
+        let want = reference(&keys, cap);
+        assert!(
+            want.0 > 100_000 && want.2 > 0,
+            "the test has repeats and forgets"
         );
+        assert_eq!(got.0, want.0, "repeats found");
+        assert_eq!(got.2, want.2, "keys forgotten");
+        assert_eq!(got.1, want.1, "pairs, in order");
+    }
+
+    #[test]
+    fn filter_never_misses_and_rarely_errs() {
+        let mut f = Filter::default();
+        let hashes: Vec<u64> = (0..DUP_WINDOW as u64)
+            .map(|i| i.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ (i << 3))
+            .collect();
+        for &h in &hashes {
+            f.insert(h);
+        }
+        assert!(hashes.iter().all(|&h| f.contains(h)));
+        let wrong = (0..100_000u64)
+            .map(|i| !i.wrapping_mul(0xA076_1D64_78BD_642F))
+            .filter(|&h| f.contains(h))
+            .count();
+        assert!(
+            wrong < 3_000,
+            "{wrong} of 100000 absent hashes reported as seen"
+        );
+        f.clear();
+        assert!(!hashes.iter().any(|&h| f.contains(h)));
+    }
+
+    #[test]
+    fn exact_set_holds_what_it_was_given() {
+        let mut hashes: Vec<u64> = (0..5_000u64).map(|i| i * 7919).collect();
+        hashes.extend([0, u64::MAX, 1 << 63]);
+        let set = HashSet64::of(&mut hashes.clone());
+        assert!(hashes.iter().all(|&h| set.has(h)));
+        assert!(set.has(1), "0 is stored as 1");
+        assert!(!(1..5_000u64).any(|i| set.has(i * 7919 + 1)));
     }
 }
