@@ -563,6 +563,28 @@ fn is_reput(m: &MessageRef<'_>, p: &Props<'_>, system_topic: bool) -> bool {
 
 /// A 64-bit hash of a UNIQ_KEY.
 fn key_hash64(key: &[u8]) -> u64 {
+    /// The high and low halves of the 128-bit product, folded.
+    fn fold(a: u64, b: u64) -> u64 {
+        let p = u128::from(a) * u128::from(b);
+        (p >> 64) as u64 ^ p as u64
+    }
+    // The usual UNIQ_KEY is 32 hex digits: its four words in two independent products.
+    if let Ok(w) = <&[u8; 32]>::try_from(key) {
+        let word = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(w.get(i * 8..i * 8 + 8).unwrap_or(&[0; 8]));
+            u64::from_le_bytes(a)
+        };
+        let x = fold(
+            word(0) ^ 0xA076_1D64_78BD_642F,
+            word(1) ^ 0xE703_7ED1_A0B4_28DB,
+        );
+        let y = fold(
+            word(2) ^ 0x8EBC_6AF0_9C88_C6E3,
+            word(3) ^ 0x5899_65CC_7537_4CC3,
+        );
+        return fold(x ^ 0x1D8E_4E27_C47D_124F, y ^ 32);
+    }
     let mut h = FastHasher(0x243F_6A88_85A3_08D3);
     h.write(key);
     h.finish()
