@@ -116,8 +116,9 @@ pub struct VerifyOptions {
     pub sample: u64,
     /// Findings listed per code; the summary counts all of them.
     pub max_per_code: usize,
-    /// Commitlog files are walked in pieces of about this many bytes, so the workers finish
-    /// together even when a store has only a few files. The findings do not depend on it.
+    /// Commitlog files are walked in pieces of about this many bytes (a quarter of it in the
+    /// last file), so the workers finish together even when a store has only a few files. The
+    /// findings do not depend on it.
     pub piece_size: u64,
 }
 
@@ -1488,7 +1489,8 @@ impl PieceMaps {
             maps: segs.iter().map(|_| Mutex::new(None)).collect(),
             left: segs
                 .iter()
-                .map(|s| AtomicUsize::new(piece_count(s.len, piece)))
+                .enumerate()
+                .map(|(i, s)| AtomicUsize::new(piece_count(s.len, file_piece_size(piece, segs, i))))
                 .collect(),
         }
     }
@@ -1512,6 +1514,18 @@ impl PieceMaps {
                 *slot = None;
             }
         }
+    }
+}
+
+/// The piece size for commitlog file `i`: a quarter of `piece` for the last file (where the
+/// data usually ends, part way in), so that the workers run out of pieces at about the same
+/// time.
+fn file_piece_size(piece: u64, segs: &[Segment], i: usize) -> u64 {
+    let piece = piece.max(1);
+    if i + 1 == segs.len() {
+        (piece / 4).max(1 << 20).min(piece)
+    } else {
+        piece
     }
 }
 
@@ -1583,7 +1597,7 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         ));
         return empty(sink, Some(0));
     };
-    let piece_size = ctx.opts.piece_size.max(1);
+    let piece_size = file_piece_size(ctx.opts.piece_size, &store.commitlog.segments, i);
     let nominal = |j: usize| (j as u64).saturating_mul(piece_size);
     let (from, to, before) = match span {
         Span::Piece(piece, _) => {
@@ -1629,6 +1643,7 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
     if let Some(ix) = ctx.index {
         st.finish_index(ix, seg.start.saturating_add(to as u64));
     }
+    map.release(from, to);
     st.flush_dups();
     // Count the whole piece as done (blank space and zeros included).
     st.unreported += ((to - from.min(to)) as u64).saturating_sub(st.bytes);
@@ -2296,8 +2311,9 @@ pub fn verify(
         pieces: {
             let mut at = 0;
             segs.iter()
-                .map(|seg| {
-                    let n = piece_count(seg.len, opts.piece_size);
+                .enumerate()
+                .map(|(i, seg)| {
+                    let n = piece_count(seg.len, file_piece_size(opts.piece_size, segs, i));
                     at += n;
                     at - n..at
                 })
@@ -2351,7 +2367,8 @@ pub fn verify(
                 .iter()
                 .enumerate()
                 .flat_map(|(i, seg)| {
-                    (0..piece_count(seg.len, opts.piece_size)).map(move |j| (i, j))
+                    let n = piece_count(seg.len, file_piece_size(opts.piece_size, segs, i));
+                    (0..n).map(move |j| (i, j))
                 })
                 .collect();
             let again = |i: usize, from: usize, before: Option<FileWalk>| {

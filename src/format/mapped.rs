@@ -1,7 +1,8 @@
 //! Read-only access to a whole file: a memory map, or the bytes read into memory.
 //!
-//! This module holds the crate's only `unsafe` blocks: mapping a file, and the prefetch hint of
-//! [`prefetch`]. The contract mapping accepts: the file is not truncated while mapped. A live
+//! This module holds the crate's only `unsafe` blocks: mapping a file, releasing a range of a
+//! map, the prefetch hint of [`prefetch`] and the one-byte read that gets a block mapped ahead
+//! of a walk. The contract mapping accepts: the file is not truncated while mapped. A live
 //! broker never truncates a commitlog file it is writing, but a broker restarting into recovery
 //! can; stop the broker (or work on a copy) before running commands that read a whole store, or a
 //! SIGBUS can end the process.
@@ -66,6 +67,31 @@ impl Mapped {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Drop this process's page table entries for the pages inside `from..to` (the file and the
+    /// page cache are untouched: a later read maps the same pages again). A walk releases what
+    /// it has read, so that unmapping the whole file at the end, which holds up every other
+    /// thread's page faults while it runs, has little left to do.
+    pub fn release(&self, from: usize, to: usize) {
+        #[cfg(unix)]
+        if let Bytes::Map(m) = &self.bytes {
+            const PAGE: usize = 4096;
+            let start = from.next_multiple_of(PAGE);
+            let end = to.min(m.len()) / PAGE * PAGE;
+            if end > start {
+                #[allow(unsafe_code)]
+                // SAFETY: the map is a shared read-only map of a file, so MADV_DONTNEED only
+                // drops page table entries; reading the range again maps the same page cache
+                // pages (it does not zero them, as it would in a private map). Every slice of the
+                // map stays valid.
+                let _ = unsafe {
+                    m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+                };
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = (from, to);
     }
 
     /// Tell the kernel the map will be read front to back.
@@ -174,5 +200,31 @@ impl ReadAhead {
             at += Self::LINE;
         }
         self.next = at;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_pages_read_the_same_bytes_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let bytes: Vec<u8> = (0..5 * 4096 + 123).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let map = Mapped::open(&path).unwrap();
+        assert_eq!(&map[..], &bytes[..]);
+        // Unaligned ends (only the whole pages inside are released), the whole map, nothing.
+        map.release(100, 3 * 4096 + 5);
+        map.release(0, map.len());
+        map.release(4096, 4096);
+        assert_eq!(&map[..], &bytes[..], "the same bytes, not zeros");
+        // The walk's read-ahead over the whole map, from every position near a block edge.
+        let mut ahead = ReadAhead::default();
+        for pos in (0..map.len()).step_by(977) {
+            ahead.touch(&map, pos);
+        }
+        assert_eq!(&map[..], &bytes[..]);
     }
 }
