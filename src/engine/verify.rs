@@ -2245,6 +2245,75 @@ pub fn verify(
     let want_conf = opts.wants(Part::Config);
     let scan = want_cl || want_cq || want_ix;
 
+    // Index stream. Its files' structure checks and the config files run on one more thread
+    // beside the recovery plan and the workers (neither needs the commitlog); the workers take
+    // the commitlog in pieces, so the one that shares its core with it takes fewer.
+    let index_stream = if scan && !store.index_files.is_empty() {
+        open_index(store, want_ix, &mut sink)
+    } else {
+        None
+    };
+    let n_idx = match (&index_stream, want_ix) {
+        (Some(ix), true) => ix.files.len(),
+        _ => 0,
+    };
+    let check_index_files = || -> Vec<Vec<Finding>> {
+        let Some(ix) = index_stream.as_ref().filter(|_| n_idx > 0) else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(n_idx);
+        for (j, f) in ix.files.iter().enumerate() {
+            let mut found = index_file_findings(ix, f);
+            found.extend(entries_outside_commitlog(store, ix, f));
+            out.push(found);
+            if let Some(p) = progress {
+                p(Phase::Index, j as u64 + 1, n_idx as u64);
+            }
+        }
+        out
+    };
+    let side = || {
+        let structure = if scan {
+            check_index_files()
+        } else {
+            Vec::new()
+        };
+        let mut config = Sink::new(opts.max_per_code.max(1));
+        if want_conf {
+            config_findings(store, opts, &mut config);
+        }
+        (structure, config)
+    };
+    std::thread::scope(|scope| {
+        let side_thread = scope.spawn(side);
+        verify_with_side(
+            store,
+            opts,
+            progress,
+            sink,
+            index_stream.as_ref(),
+            side_thread,
+        )
+    })
+}
+
+/// What the side thread found: each index file's structure findings, and the config files'.
+type SideResult = (Vec<Vec<Finding>>, Sink);
+
+/// [`verify`] after the index stream is open and its file checks have started on `side_thread`.
+fn verify_with_side(
+    store: &Store,
+    opts: &VerifyOptions,
+    progress: Option<Progress<'_>>,
+    mut sink: Sink,
+    index_stream: Option<&IndexStream>,
+    side_thread: std::thread::ScopedJoinHandle<'_, SideResult>,
+) -> Result<Report> {
+    let want_cl = opts.wants(Part::Commitlog);
+    let want_cq = opts.wants(Part::ConsumeQueue);
+    let want_ix = opts.wants(Part::Index);
+    let scan = want_cl || want_cq || want_ix;
+
     let prep = recovery::prepare(store)?;
     let segs = &store.commitlog.segments;
     let file_size = store.geometry.commitlog_file_size.value;
@@ -2252,13 +2321,6 @@ pub fn verify(
     if want_cl {
         layout_findings(store, file_size, &prep, &mut sink);
     }
-
-    // Index stream.
-    let index_stream = if scan && !store.index_files.is_empty() {
-        open_index(store, want_ix, &mut sink)
-    } else {
-        None
-    };
 
     let maps = LazyMaps::new(segs);
 
@@ -2287,7 +2349,7 @@ pub fn verify(
         store,
         opts,
         walk_opts,
-        index: index_stream.as_ref(),
+        index: index_stream,
         cq_index: &cq_index,
         dups: DupWindow::new(opts.max_per_code),
         done: AtomicU64::new(0),
@@ -2321,78 +2383,40 @@ pub fn verify(
         },
         pending: BTreeMap::new(),
     });
-    // The commitlog files go to the worker pool in order, so neighbouring files are read at the
-    // same time (the duplicate window and the merge buffer stay small).
-    let n_idx = match (&index_stream, want_ix) {
-        (Some(ix), true) => ix.files.len(),
-        _ => 0,
-    };
     let threads = rayon::current_num_threads().max(1);
-    let check_index_files = || -> Vec<Vec<Finding>> {
-        let Some(ix) = index_stream.as_ref().filter(|_| n_idx > 0) else {
-            return Vec::new();
+    if scan {
+        // Pieces in file order, so neighbouring ones are read at the same time (the duplicate
+        // window and the merge buffer stay small).
+        let pieces: Vec<(usize, usize)> = segs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, seg)| {
+                let n = piece_count(seg.len, file_piece_size(opts.piece_size, segs, i));
+                (0..n).map(move |j| (i, j))
+            })
+            .collect();
+        let again = |i: usize, from: usize, before: Option<FileWalk>| {
+            scan_piece(&ctx, i, Span::Rest(from, before))
         };
-        let mut out = Vec::with_capacity(n_idx);
-        for (j, f) in ix.files.iter().enumerate() {
-            let mut found = index_file_findings(ix, f);
-            found.extend(entries_outside_commitlog(store, ix, f));
-            out.push(found);
-            if let Some(p) = progress {
-                p(Phase::Index, j as u64 + 1, n_idx as u64);
+        let piece_maps = PieceMaps::new(segs, opts.piece_size);
+        let next = AtomicUsize::new(0);
+        rayon::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|_| loop {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(i, j)) = pieces.get(k) else { break };
+                    let r = scan_piece(&ctx, i, Span::Piece(j, &piece_maps));
+                    piece_maps.done(i);
+                    if let Ok(mut m) = merged.lock() {
+                        m.take(k, r, &again, store, opts.strict);
+                    }
+                });
             }
-        }
-        out
-    };
-    // The index files' structure checks and the config files run on one more thread beside the
-    // workers (neither needs the commitlog); the workers take the commitlog in pieces, so the
-    // one that shares its core with it takes fewer.
-    let side = || {
-        let structure = if scan {
-            check_index_files()
-        } else {
-            Vec::new()
-        };
-        let mut config = Sink::new(opts.max_per_code.max(1));
-        if want_conf {
-            config_findings(store, opts, &mut config);
-        }
-        (structure, config)
-    };
-    let (structure, config) = std::thread::scope(|scope| {
-        let side_thread = scope.spawn(side);
-        if scan {
-            // Pieces in file order, so neighbouring ones are read at the same time (the duplicate
-            // window and the merge buffer stay small).
-            let pieces: Vec<(usize, usize)> = segs
-                .iter()
-                .enumerate()
-                .flat_map(|(i, seg)| {
-                    let n = piece_count(seg.len, file_piece_size(opts.piece_size, segs, i));
-                    (0..n).map(move |j| (i, j))
-                })
-                .collect();
-            let again = |i: usize, from: usize, before: Option<FileWalk>| {
-                scan_piece(&ctx, i, Span::Rest(from, before))
-            };
-            let piece_maps = PieceMaps::new(segs, opts.piece_size);
-            let next = AtomicUsize::new(0);
-            rayon::scope(|s| {
-                for _ in 0..threads {
-                    s.spawn(|_| loop {
-                        let k = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&(i, j)) = pieces.get(k) else { break };
-                        let r = scan_piece(&ctx, i, Span::Piece(j, &piece_maps));
-                        piece_maps.done(i);
-                        if let Ok(mut m) = merged.lock() {
-                            m.take(k, r, &again, store, opts.strict);
-                        }
-                    });
-                }
-            });
-        }
-        side_thread.join().ok()
-    })
-    .ok_or_else(|| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+        });
+    }
+    let (structure, config) = side_thread
+        .join()
+        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
     let mut merged = merged
         .into_inner()
         .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
@@ -2411,7 +2435,7 @@ pub fn verify(
         walk_findings(store, &merged.walks, plan.as_ref(), opts, &mut sink);
         dup_findings(store, &maps, &dups, &mut sink, opts);
         marker_findings(store, &prep, plan.as_ref(), &mut sink);
-        checkpoint_findings(store, &prep, &merged, index_stream.as_ref(), &mut sink);
+        checkpoint_findings(store, &prep, &merged, index_stream, &mut sink);
     }
     let merged_sink = std::mem::take(&mut merged.sink);
     sink.absorb(merged_sink);
@@ -2504,7 +2528,7 @@ pub fn verify(
     let mut index_files = 0u64;
     if want_ix {
         index_files = store.index_files.len() as u64;
-        index_findings(store, index_stream.as_ref(), &merged, structure, &mut sink);
+        index_findings(store, index_stream, &merged, structure, &mut sink);
     }
 
     sink.absorb(config);
