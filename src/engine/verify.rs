@@ -998,8 +998,10 @@ fn sq_unit(
     }
     let (start, _, map) = sq.map.as_ref()?;
     let at = usize::try_from(pos - start).ok()?;
-    // The queue's later records read the units after this one.
-    crate::format::mapped::prefetch(map, at + 16 * UNIT_SIZE);
+    // The queue's later records read the units after this one. Not much further on: a queue's
+    // next record comes some twenty records later among several queues, and a line loaded long
+    // before that has been pushed out of the cache by the records read meanwhile.
+    crate::format::mapped::prefetch(map, at + 4 * UNIT_SIZE);
     CqUnit::from_bytes(map.get(at..)?)
 }
 
