@@ -124,18 +124,9 @@ impl AsRef<[u8]> for Mapped {
 /// it ahead of the records they parse, lookups in big tables ahead of the keys they check.
 #[inline]
 pub fn prefetch<T>(items: &[T], at: usize) {
-    #[cfg(target_arch = "x86_64")]
     if let Some(b) = items.get(at) {
-        #[allow(unsafe_code)]
-        // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 processor has; a prefetch does not
-        // read into the program, never faults and the address is inside `items` anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(b).cast::<i8>());
-        }
+        prefetch_line(std::ptr::from_ref(b).cast::<u8>());
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (items, at);
 }
 
 /// [`prefetch`] for an address already known to be inside a slice.
@@ -143,7 +134,8 @@ pub fn prefetch<T>(items: &[T], at: usize) {
 fn prefetch_line(at: *const u8) {
     #[cfg(target_arch = "x86_64")]
     #[allow(unsafe_code)]
-    // SAFETY: as in `prefetch`; a prefetch never faults, whatever the address.
+    // SAFETY: `_mm_prefetch` needs SSE, which every x86_64 processor has; a prefetch does not
+    // read into the program and never faults, whatever the address.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>());
