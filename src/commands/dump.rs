@@ -901,7 +901,10 @@ fn checkpoint(a: &CheckpointArgs, out: &mut dyn Write) -> anyhow::Result<ExitSta
     } else {
         a.store.clone()
     };
-    let bytes = std::fs::read(&path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let bytes = crate::format::entry::read_prefix(
+        &path,
+        crate::format::checkpoint::CHECKPOINT_FILE_SIZE as u64,
+    )?;
     let cp = Checkpoint::from_bytes(&bytes).map_err(|e| e.in_file(&path, 0))?;
     if a.json {
         json_line(

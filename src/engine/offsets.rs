@@ -236,11 +236,7 @@ impl LocalOffsetStore {
     /// `readLocalOffset`: the file; if it is missing, empty or does not parse, the `.bak`; a
     /// missing or empty `.bak` is the empty state (`Ok(None)`), an unparsable one an error.
     pub fn read_file(&self) -> Result<Option<OffsetFile>> {
-        let read = |p: &Path| match std::fs::read(p) {
-            Ok(b) => Ok(Some(b)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(p, e)),
-        };
+        let read = crate::format::config::read_config_bytes;
         if let Some(b) = read(&self.path)? {
             if !b.is_empty() {
                 if let Ok(f) = OffsetFile::from_bytes(&b) {

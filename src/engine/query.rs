@@ -9,7 +9,6 @@
 //! lookups cost a few page reads each. Lookups return commitlog offsets; [`Reader::message_at`]
 //! turns an offset into a borrowed [`MessageRef`].
 
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -199,7 +198,7 @@ pub fn walk_segment(
     mut f: impl FnMut(&MessageRef<'_>) -> ControlFlow<()>,
 ) -> Result<WalkEnd> {
     let io = |e| Error::io(&seg.path, e);
-    let mut file = File::open(&seg.path).map_err(io)?;
+    let mut file = crate::format::entry::open_regular(&seg.path)?;
     let len = file.metadata().map_err(io)?.len();
     let mut buf_start = from.min(len);
     file.seek(SeekFrom::Start(buf_start)).map_err(io)?;

@@ -645,7 +645,7 @@ pub(crate) fn first_nonzero_from(buf: &[u8], from: usize, path: &Path) -> Option
 #[cfg(target_os = "linux")]
 fn sparse_first_nonzero(buf: &[u8], from: usize, path: &Path) -> Option<Option<usize>> {
     use nix::unistd::{lseek, Whence};
-    let f = std::fs::File::open(path).ok()?;
+    let f = crate::format::entry::open_regular(path).ok()?;
     let len = i64::try_from(buf.len()).ok()?;
     let mut at = i64::try_from(from).ok()?;
     loop {

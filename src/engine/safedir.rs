@@ -31,22 +31,44 @@ pub enum Liveness {
     },
 }
 
-/// Check whether a broker seems to run on `root`, without taking any lock.
+/// The lock files this process holds through a [`StoreLock`], by (device, inode).
+static HELD: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+fn held_by_us(meta: &std::fs::Metadata) -> bool {
+    HELD.lock()
+        .map(|h| h.contains(&file_id(meta)))
+        .unwrap_or(false)
+}
+
+fn whole_file_write_lock() -> nix::libc::flock {
+    nix::libc::flock {
+        l_type: nix::libc::F_WRLCK as nix::libc::c_short,
+        l_whence: nix::libc::SEEK_SET as nix::libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    }
+}
+
+/// Check whether a broker seems to run on `root`, without taking any lock. A lock held by this
+/// process's own [`StoreLock`] does not count.
 pub fn liveness(root: &Path) -> Result<Liveness> {
     let lock = root.join(paths::LOCK);
-    if lock.exists() {
-        let f = File::open(&lock).map_err(|e| Error::io(&lock, e))?;
-        let mut fl = nix::libc::flock {
-            l_type: nix::libc::F_WRLCK as nix::libc::c_short,
-            l_whence: nix::libc::SEEK_SET as nix::libc::c_short,
-            l_start: 0,
-            l_len: 0,
-            l_pid: 0,
-        };
-        nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_GETLK(&mut fl))
-            .map_err(|e| Error::io(&lock, e.into()))?;
-        if fl.l_type != nix::libc::F_UNLCK as nix::libc::c_short {
-            return Ok(Liveness::LockHeld { pid: fl.l_pid });
+    if crate::format::entry::probe(&lock).kind.is_file() {
+        let f = crate::format::entry::open_regular(&lock)?;
+        let meta = f.metadata().map_err(|e| Error::io(&lock, e))?;
+        if !held_by_us(&meta) {
+            let mut fl = whole_file_write_lock();
+            nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_GETLK(&mut fl))
+                .map_err(|e| Error::io(&lock, e.into()))?;
+            if fl.l_type != nix::libc::F_UNLCK as nix::libc::c_short {
+                return Ok(Liveness::LockHeld { pid: fl.l_pid });
+            }
         }
     }
     let abort = crate::format::checkpoint::AbortMarker::read(root);
@@ -62,16 +84,118 @@ pub fn liveness(root: &Path) -> Result<Liveness> {
 pub fn ensure_not_live(root: &Path) -> Result<()> {
     match liveness(root)? {
         Liveness::NotLive => Ok(()),
-        Liveness::LockHeld { pid } => Err(Error::layout(
-            &root.join(paths::LOCK),
-            format!(
-                "a broker (pid {pid}) holds the store lock: stop it before writing to the store"
-            ),
-        )),
+        Liveness::LockHeld { pid } => Err(held_error(root, pid)),
         Liveness::AbortPidAlive { pid } => Err(Error::layout(
             &root.join(paths::ABORT),
             format!("the abort file names pid {pid}, which is running: stop the broker first"),
         )),
+    }
+}
+
+fn held_error(root: &Path, pid: i32) -> Error {
+    let who = if pid > 0 {
+        format!("a broker (pid {pid})")
+    } else {
+        "another process".to_string()
+    };
+    Error::layout(
+        &root.join(paths::LOCK),
+        format!("{who} holds the store lock: stop it before writing to the store"),
+    )
+}
+
+/// The broker's own lock on a store, held by this process for as long as the value lives: a
+/// write lock on the whole of `<root>/lock`, which conflicts with the lock a broker takes at
+/// start (`FileChannel.tryLock`, an `F_SETLK` write lock on byte 0), so a broker starting while
+/// rmqstore writes is refused instead of racing it, and rmqstore is refused while a broker
+/// runs. It is taken as an open file description lock (`F_OFD_SETLK`): unlike a classic POSIX
+/// lock it is not dropped when some other descriptor of the same file is closed in this process
+/// (a copy of the store, a liveness check), and it conflicts with POSIX locks both ways.
+/// Dropping the value releases it.
+pub struct StoreLock {
+    files: Vec<(File, (u64, u64))>,
+    root: PathBuf,
+}
+
+impl StoreLock {
+    /// Lock `root` (creating an empty `lock` file if there is none, as a broker's start would),
+    /// or say who holds it. A 5.x `abort` naming a running pid is refused too.
+    pub fn acquire(root: &Path) -> Result<StoreLock> {
+        let mut l = StoreLock {
+            files: Vec::new(),
+            root: root.to_path_buf(),
+        };
+        l.add(root)?;
+        ensure_not_live(root)?;
+        Ok(l)
+    }
+
+    /// Also hold the lock of another store root (a staged copy about to be switched in), unless
+    /// its `lock` is the same file as one already held.
+    pub fn add(&mut self, root: &Path) -> Result<()> {
+        let path = root.join(paths::LOCK);
+        let found = crate::format::entry::probe(&path);
+        let usable = matches!(
+            found.kind,
+            crate::format::entry::Kind::File { .. } | crate::format::entry::Kind::Missing
+        );
+        if found.symlink || !usable {
+            return Err(Error::layout(
+                &path,
+                format!(
+                    "{} is {}{}: refusing to lock through it",
+                    paths::LOCK,
+                    if found.symlink { "a symlink to " } else { "" },
+                    found.kind.describe()
+                ),
+            ));
+        }
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        let id = file_id(&f.metadata().map_err(|e| Error::io(&path, e))?);
+        if self.files.iter().any(|(_, i)| *i == id) {
+            return Ok(());
+        }
+        let fl = whole_file_write_lock();
+        match nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_OFD_SETLK(&fl)) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EAGAIN) | Err(nix::errno::Errno::EACCES) => {
+                let mut probe = whole_file_write_lock();
+                let pid = nix::fcntl::fcntl(&f, nix::fcntl::FcntlArg::F_GETLK(&mut probe))
+                    .map(|_| probe.l_pid)
+                    .unwrap_or(0);
+                return Err(held_error(root, pid));
+            }
+            Err(e) => return Err(Error::io(&path, e.into())),
+        }
+        if let Ok(mut h) = HELD.lock() {
+            h.push(id);
+        }
+        self.files.push((f, id));
+        Ok(())
+    }
+
+    /// The store root the lock was first taken for.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+impl Drop for StoreLock {
+    fn drop(&mut self) {
+        if let Ok(mut h) = HELD.lock() {
+            for (_, id) in &self.files {
+                if let Some(i) = h.iter().position(|x| x == id) {
+                    h.swap_remove(i);
+                }
+            }
+        }
+        // Closing each file releases its lock.
     }
 }
 

@@ -95,13 +95,13 @@ impl Store {
     /// Read the checkpoint; `Ok(None)` when the file does not exist.
     pub fn checkpoint(&self) -> Result<Option<Checkpoint>> {
         let p = self.checkpoint_path();
-        match std::fs::read(&p) {
-            Ok(b) => Checkpoint::from_bytes(&b)
-                .map(Some)
-                .map_err(|e| e.in_file(&p, 0)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(&p, e)),
+        if crate::format::entry::probe(&p).kind == crate::format::entry::Kind::Missing {
+            return Ok(None);
         }
+        let b = crate::format::entry::read_prefix(&p, crate::format::checkpoint::CHECKPOINT_FILE_SIZE as u64)?;
+        Checkpoint::from_bytes(&b)
+            .map(Some)
+            .map_err(|e| e.in_file(&p, 0))
     }
 
     /// Topic names with consume queues, sorted.

@@ -3425,9 +3425,9 @@ fn index_findings(
 
 /// Byte offset of a parse error in a config file, 0 when it parses or cannot be read.
 fn parse_error_offset<T: ConfigFile>(path: &Path) -> u64 {
-    match std::fs::read(path) {
-        Ok(b) => T::from_bytes(&b).err().map_or(0, |e| e.offset),
-        Err(_) => 0,
+    match crate::format::config::read_config_bytes(path) {
+        Ok(Some(b)) => T::from_bytes(&b).err().map_or(0, |e| e.offset),
+        _ => 0,
     }
 }
 
@@ -3438,7 +3438,7 @@ fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Op
         Ok(l) => {
             match &l.source {
                 ConfigSource::Main => {
-                    if let Ok(b) = std::fs::read(&bak) {
+                    if let Ok(Some(b)) = crate::format::config::read_config_bytes(&bak) {
                         if !b.iter().all(|c| c.is_ascii_whitespace()) {
                             if let Err(e) = T::from_bytes(&b) {
                                 sink.push(
@@ -3498,8 +3498,9 @@ fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Op
 
 /// Byte offset of the first occurrence of `needle` in a file, 0 when absent.
 fn text_offset(path: &Path, needle: &str) -> u64 {
-    std::fs::read(path)
+    crate::format::config::read_config_bytes(path)
         .ok()
+        .flatten()
         .and_then(|b| {
             b.windows(needle.len().max(1))
                 .position(|w| w == needle.as_bytes())

@@ -93,20 +93,24 @@ pub struct AbortMarker {
 }
 
 impl AbortMarker {
+    /// What `<root>/abort` says. Anything at that name counts as present (the broker only
+    /// tests that it exists); a pid is read from the first bytes of a regular file only.
     pub fn read(root: &Path) -> Self {
         let path = root.join("abort");
-        match std::fs::read(&path) {
-            Ok(b) => AbortMarker {
-                present: true,
-                pid: std::str::from_utf8(&b)
-                    .ok()
-                    .and_then(|s| s.trim().parse().ok()),
-            },
-            Err(_) => AbortMarker {
+        let found = super::entry::probe(&path);
+        if matches!(
+            found.kind,
+            super::entry::Kind::Missing | super::entry::Kind::DanglingSymlink
+        ) {
+            return AbortMarker {
                 present: false,
                 pid: None,
-            },
+            };
         }
+        let pid = super::entry::read_prefix(&path, 64)
+            .ok()
+            .and_then(|b| std::str::from_utf8(&b).ok()?.trim().parse().ok());
+        AbortMarker { present: true, pid }
     }
 }
 

@@ -80,6 +80,15 @@ pub enum Error {
     },
     #[error("{}: {what}", path.display())]
     Layout { path: PathBuf, what: String },
+    /// Something other than a regular file where a store file belongs (it is never opened).
+    #[error("{}: {}, not a regular file", path.display(), found.describe())]
+    NotAFile {
+        path: PathBuf,
+        found: super::entry::Kind,
+    },
+    /// A file larger than anything the broker writes there (it is not read).
+    #[error("{}: {len} bytes, larger than the {max} bytes such a file can hold", path.display())]
+    TooLarge { path: PathBuf, len: u64, max: u64 },
 }
 
 impl Error {
@@ -108,7 +117,11 @@ impl Error {
     /// The file this error is about.
     pub fn path(&self) -> &Path {
         match self {
-            Error::Data { path, .. } | Error::Io { path, .. } | Error::Layout { path, .. } => path,
+            Error::Data { path, .. }
+            | Error::Io { path, .. }
+            | Error::Layout { path, .. }
+            | Error::NotAFile { path, .. }
+            | Error::TooLarge { path, .. } => path,
         }
     }
 }

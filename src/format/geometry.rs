@@ -150,7 +150,8 @@ impl GeometryOverrides {
     /// Read the keys that matter from a broker config file (Java properties: `key=value`,
     /// `key: value` or `key value`; `#` and `!` comments).
     pub fn from_broker_conf(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let bytes = super::entry::read_bounded(path, 16 << 20)?;
+        let text = String::from_utf8_lossy(&bytes);
         let props = parse_java_properties(&text);
         let mut o = GeometryOverrides::default();
         let num = |k: &str| -> Result<Option<u64>> {

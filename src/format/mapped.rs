@@ -7,7 +7,6 @@
 //! can; stop the broker (or work on a copy) before running commands that read a whole store, or a
 //! SIGBUS can end the process.
 
-use std::fs::File;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
@@ -26,8 +25,9 @@ pub struct Mapped {
 
 impl Mapped {
     /// Map `path` read-only. Empty files and files that cannot be mapped are read instead.
+    /// Anything but a regular file (a FIFO, a device, a directory) is refused without blocking.
     pub fn open(path: &Path) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let file = super::entry::open_regular(path)?;
         let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
         if len == 0 {
             return Ok(Mapped {
@@ -50,7 +50,11 @@ impl Mapped {
 
     /// Read `path` whole into memory (for small files, and where mapping is not wanted).
     pub fn read(path: &Path) -> Result<Self> {
-        let v = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        use std::io::Read;
+        let mut v = Vec::new();
+        super::entry::open_regular(path)?
+            .read_to_end(&mut v)
+            .map_err(|e| Error::io(path, e))?;
         Ok(Mapped {
             path: path.to_path_buf(),
             bytes: Bytes::Owned(v),

@@ -10,12 +10,14 @@ pub mod commitlog;
 pub mod compression;
 pub mod config;
 pub mod consumequeue;
+pub mod entry;
 pub mod error;
 pub mod filename;
 pub mod finding;
 pub mod geometry;
 pub mod indexfile;
 pub mod java;
+pub mod layout;
 pub mod mapped;
 pub mod msgid;
 

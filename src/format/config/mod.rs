@@ -15,7 +15,10 @@ pub use files::{
     SubscriptionGroupConfig, SubscriptionGroups, TopicConfig, TopicConfigs, TopicFilterType,
     TOPIC_GROUP_SEPARATOR,
 };
-pub use persist::{load, load_file, persist, save, with_suffix, ConfigSource, Loaded};
+pub use persist::{
+    load, load_file, persist, read_config_bytes, save, with_suffix, ConfigSource, Loaded,
+    MAX_CONFIG_BYTES,
+};
 
 /// `ConsumerOffsetManager`'s file.
 pub const CONSUMER_OFFSET_FILE: &str = "consumerOffset.json";

@@ -49,15 +49,35 @@ enum Attempt<T> {
     Bad { reason: String, error: Error },
 }
 
+/// Largest config file read. The broker reads a config file whole into one Java string; ours
+/// are kilobytes to a few megabytes. A larger file is not read: it counts as unusable, and the
+/// `.bak` is tried, as the broker does when loading fails.
+pub const MAX_CONFIG_BYTES: u64 = 64 << 20;
+
+/// The bytes of a config file: `Ok(None)` when it does not exist; a file that is not regular or
+/// is over [`MAX_CONFIG_BYTES`] is an error and is not read.
+pub fn read_config_bytes(path: &Path) -> Result<Option<Vec<u8>>, Error> {
+    match crate::format::entry::read_bounded(path, MAX_CONFIG_BYTES) {
+        Ok(b) => Ok(Some(b)),
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 fn attempt<T: ConfigFile>(path: &Path) -> Attempt<T> {
-    let bytes = match fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Attempt::Missing,
+    let bytes = match read_config_bytes(path) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Attempt::Missing,
         Err(e) => {
-            return Attempt::Bad {
-                reason: format!("unreadable: {e}"),
-                error: Error::io(path, e),
-            }
+            let reason = match &e {
+                Error::Io { source, .. } => format!("unreadable: {source}"),
+                Error::NotAFile { found, .. } => format!("{}, not a regular file", found.describe()),
+                Error::TooLarge { len, .. } => {
+                    format!("too large to be a config file ({len} bytes)")
+                }
+                other => format!("unreadable: {other}"),
+            };
+            return Attempt::Bad { reason, error: e };
         }
     };
     // The broker treats a zero-length file as empty. A file of only whitespace (or a BOM) makes
@@ -151,10 +171,8 @@ pub fn persist(path: &Path, text: &str) -> Result<(), Error> {
     let tmp = with_suffix(path, ".tmp");
     let bak = with_suffix(path, ".bak");
     write_synced(&tmp, text.as_bytes())?;
-    match fs::read(path) {
-        Ok(old) => write_synced(&bak, &old)?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(path, e)),
+    if let Some(old) = read_config_bytes(path)? {
+        write_synced(&bak, &old)?;
     }
     fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
     let dir = match path.parent() {
