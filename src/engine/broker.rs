@@ -644,6 +644,7 @@ impl Engine {
                 dir: cl_dir,
                 segments: Vec::new(),
                 foreign: Vec::new(),
+                odd: Vec::new(),
             }
         };
         if let Some(first) = existing.segments.first() {

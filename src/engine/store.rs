@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use crate::format::checkpoint::{AbortMarker, Checkpoint};
 use crate::format::commitlog::Commitlog;
 use crate::format::consumequeue::ConsumeQueue;
+use crate::format::entry::{self, Entry, Kind};
 use crate::format::error::{Error, Result};
+use crate::format::layout::{check_topic, NameError};
 use crate::format::geometry::{resolve, Geometry, GeometryInputs};
 
 /// Folder and file names under a store root (`StorePathConfigHelper`).
@@ -36,6 +38,14 @@ pub struct Store {
     pub abort: AbortMarker,
     /// True when a `lock` file exists (it exists after any broker run; see `LiveGuard`).
     pub lock_file: bool,
+    /// Entries under `consumequeue/` that are not a queue folder or a file in one: files at the
+    /// topic level, folders whose name is not a queue id, FIFOs, symlink loops. The broker
+    /// skips them.
+    pub consumequeue_odd: Vec<Entry>,
+    /// Topic folders whose name breaks the broker's topic rule (they are still read).
+    pub bad_topic_dirs: Vec<(PathBuf, NameError)>,
+    /// Entries of `index/` that are not regular files.
+    pub index_odd: Vec<Entry>,
 }
 
 impl Store {
@@ -59,17 +69,18 @@ impl Store {
                 dir: commitlog_dir,
                 segments: Vec::new(),
                 foreign: Vec::new(),
+                odd: Vec::new(),
             }
         };
         let queue_dirs = list_queue_dirs(&root.join(paths::CONSUMEQUEUE))?;
-        let index_files = list_index_files(&root.join(paths::INDEX))?;
+        let (index_files, index_odd) = list_index_files(&root.join(paths::INDEX))?;
 
         let mut inputs = inputs.clone();
-        inputs.inferred = infer(&commitlog, &queue_dirs, &index_files);
+        inputs.inferred = infer(&commitlog, &queue_dirs.queues, &index_files);
         let geometry = resolve(&inputs);
 
         let mut queues = BTreeMap::new();
-        for (topic, qid, dir) in queue_dirs {
+        for (topic, qid, dir) in queue_dirs.queues {
             let cq = ConsumeQueue::open(&dir, &topic, qid, geometry.cq_file_size())?;
             queues.insert((topic, qid), cq);
         }
@@ -81,6 +92,9 @@ impl Store {
             index_files,
             abort: AbortMarker::read(root),
             lock_file: root.join(paths::LOCK).exists(),
+            consumequeue_odd: queue_dirs.odd,
+            bad_topic_dirs: queue_dirs.bad_topics,
+            index_odd,
         })
     }
 
@@ -194,47 +208,62 @@ impl StorePath {
     }
 }
 
-/// `consumequeue/<topic>/<queueId>/` folders; non-numeric queue folder names are ignored, as the
-/// broker's `loadConsumeQueue` does.
-fn list_queue_dirs(dir: &Path) -> Result<Vec<(String, i32, PathBuf)>> {
-    let mut out = Vec::new();
+/// The queue folders under `consumequeue/`, and what else is there.
+#[derive(Default)]
+struct QueueDirs {
+    queues: Vec<(String, i32, PathBuf)>,
+    odd: Vec<Entry>,
+    bad_topics: Vec<(PathBuf, NameError)>,
+}
+
+/// `consumequeue/<topic>/<queueId>/` folders (symlinks to folders followed, as Java's
+/// `listFiles` does); other entries are set aside, and folders whose name is not a queue id are
+/// ignored, as the broker's `loadConsumeQueue` does. Two levels deep, never further.
+fn list_queue_dirs(dir: &Path) -> Result<QueueDirs> {
+    let mut out = QueueDirs::default();
     if !dir.is_dir() {
         return Ok(out);
     }
-    for t in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let t = t.map_err(|e| Error::io(dir, e))?;
-        if !t.path().is_dir() {
+    for t in entry::list(dir)? {
+        if t.kind != Kind::Dir {
+            out.odd.push(t);
             continue;
         }
-        let topic = t.file_name().to_string_lossy().into_owned();
-        for q in std::fs::read_dir(t.path()).map_err(|e| Error::io(&t.path(), e))? {
-            let q = q.map_err(|e| Error::io(&t.path(), e))?;
-            let name = q.file_name();
-            if let Some(id) = name.to_str().and_then(crate::format::java::parse_int) {
-                if q.path().is_dir() {
-                    out.push((topic.clone(), id, q.path()));
-                }
+        let Some(topic) = t.name.clone() else {
+            out.bad_topics.push((t.path.clone(), NameError::EmptyTopic));
+            out.odd.push(t);
+            continue;
+        };
+        if let Err(e) = check_topic(&topic) {
+            out.bad_topics.push((t.path.clone(), e));
+        }
+        for q in entry::list(&t.path)? {
+            match (q.kind, q.name.as_deref().and_then(crate::format::java::parse_int)) {
+                (Kind::Dir, Some(id)) => out.queues.push((topic.clone(), id, q.path)),
+                _ => out.odd.push(q),
             }
         }
     }
-    out.sort();
+    out.queues.sort();
     Ok(out)
 }
 
-/// Index files, sorted by name (their creation time).
-fn list_index_files(dir: &Path) -> Result<Vec<PathBuf>> {
+/// Index files (every regular file of `index/`, as `IndexService.load` takes them), sorted by
+/// name (their creation time), and the entries that are not regular files.
+fn list_index_files(dir: &Path) -> Result<(Vec<PathBuf>, Vec<Entry>)> {
     if !dir.is_dir() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let mut v = Vec::new();
-    for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let e = e.map_err(|e| Error::io(dir, e))?;
-        if e.path().is_file() {
-            v.push(e.path());
+    let mut odd = Vec::new();
+    for e in entry::list(dir)? {
+        if e.kind.is_file() {
+            v.push(e.path);
+        } else {
+            odd.push(e);
         }
     }
-    v.sort();
-    Ok(v)
+    Ok((v, odd))
 }
 
 fn most_common(sizes: impl Iterator<Item = u64>) -> Option<u64> {
@@ -256,16 +285,19 @@ fn infer(
     index_files: &[PathBuf],
 ) -> crate::format::geometry::GeometryOverrides {
     let mut o = crate::format::geometry::GeometryOverrides {
-        commitlog_file_size: commitlog.common_file_size().filter(|&s| s > 0),
+        // `mappedFileSizeCommitLog` is a Java int: a larger file cannot be the configured size.
+        commitlog_file_size: commitlog
+            .common_file_size()
+            .filter(|&s| s > 0 && s <= i32::MAX as u64),
         ..Default::default()
     };
     let cq_sizes = queue_dirs.iter().flat_map(|(_, _, d)| {
         crate::format::filename::list_queue_dir(d)
-            .map(|(f, _)| f.into_iter().map(|f| f.len).collect::<Vec<_>>())
+            .map(|l| l.files.into_iter().map(|f| f.len).collect::<Vec<_>>())
             .unwrap_or_default()
     });
     o.cq_file_units = most_common(cq_sizes)
-        .filter(|&s| s > 0 && s % 20 == 0)
+        .filter(|&s| s > 0 && s % 20 == 0 && s <= i32::MAX as u64)
         .map(|s| s / 20);
     if let Some((slots, entries)) = super::index::infer_index_geometry(index_files) {
         o.index_slots = Some(slots);

@@ -2513,6 +2513,7 @@ fn verify_with_side(
                 dir,
                 files: Vec::new(),
                 foreign: Vec::new(),
+                odd: Vec::new(),
                 file_size: store.geometry.cq_file_size(),
             };
             missing_findings(

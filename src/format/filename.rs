@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::{Error, Result};
+use super::entry::{self, Entry, Kind};
+use super::error::Result;
 
 /// `UtilAll.offset2FileName`: the start offset as 20 zero-padded decimal digits.
 pub fn offset_to_name(offset: u64) -> String {
@@ -27,32 +28,36 @@ pub struct QueueFile {
     pub len: u64,
 }
 
-/// The files of a mapped file queue directory sorted by start offset. Names that are not 20 digits
-/// are returned in `foreign` (the broker refuses or ignores them); subdirectories are skipped.
-pub fn list_queue_dir(dir: &Path) -> Result<(Vec<QueueFile>, Vec<PathBuf>)> {
-    let mut files = Vec::new();
-    let mut foreign = Vec::new();
-    let rd = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
-    for entry in rd {
-        let entry = entry.map_err(|e| Error::io(dir, e))?;
-        let path = entry.path();
-        let meta = entry.metadata().map_err(|e| Error::io(&path, e))?;
-        if meta.is_dir() {
-            continue;
-        }
-        let name = entry.file_name();
-        match name.to_str().and_then(name_to_offset) {
-            Some(start) => files.push(QueueFile {
-                path,
+/// What a mapped file queue directory holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Regular files (or symlinks to them) named by a 20-digit offset, sorted by start offset;
+    /// a symlink's length is its target's.
+    pub files: Vec<QueueFile>,
+    /// Regular files whose names are not 20 digits (the broker's `Long.parseLong` fails on them).
+    pub foreign: Vec<PathBuf>,
+    /// Everything that is not a regular file: folders, FIFOs, devices, symlink loops, dangling
+    /// symlinks. Never opened.
+    pub odd: Vec<Entry>,
+}
+
+/// The entries of a mapped file queue directory, sorted (see [`Listing`]).
+pub fn list_queue_dir(dir: &Path) -> Result<Listing> {
+    let mut out = Listing::default();
+    for e in entry::list(dir)? {
+        let start = e.name.as_deref().and_then(name_to_offset);
+        match (e.kind, start) {
+            (Kind::File { len }, Some(start)) => out.files.push(QueueFile {
+                path: e.path,
                 start,
-                len: meta.len(),
+                len,
             }),
-            None => foreign.push(path),
+            (Kind::File { .. }, None) => out.foreign.push(e.path),
+            _ => out.odd.push(e),
         }
     }
-    files.sort_by_key(|f| f.start);
-    foreign.sort();
-    Ok((files, foreign))
+    out.files.sort_by_key(|f| f.start);
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -433,15 +433,18 @@ pub struct Commitlog {
     pub dir: PathBuf,
     pub segments: Vec<Segment>,
     pub foreign: Vec<PathBuf>,
+    /// Entries that are not regular files (see [`crate::format::filename::Listing`]).
+    pub odd: Vec<crate::format::entry::Entry>,
 }
 
 impl Commitlog {
     pub fn open(dir: &Path) -> Result<Self> {
-        let (files, foreign) = list_queue_dir(dir)?;
+        let l = list_queue_dir(dir)?;
         Ok(Commitlog {
             dir: dir.to_path_buf(),
-            segments: files.into_iter().map(Segment::from).collect(),
-            foreign,
+            segments: l.files.into_iter().map(Segment::from).collect(),
+            foreign: l.foreign,
+            odd: l.odd,
         })
     }
 

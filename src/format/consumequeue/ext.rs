@@ -93,7 +93,7 @@ pub fn read_ext_unit(dir: &Path, addr: i64, file_size: u64) -> Result<Option<CqE
     }
     let off = ext_addr_to_offset(addr);
     let start = off - off % file_size;
-    let (files, _) = list_queue_dir(dir)?;
+    let files = list_queue_dir(dir)?.files;
     let Some(f) = files.iter().find(|f| f.start == start) else {
         return Ok(None);
     };

@@ -82,19 +82,22 @@ pub struct ConsumeQueue {
     pub dir: PathBuf,
     pub files: Vec<QueueFile>,
     pub foreign: Vec<PathBuf>,
+    /// Entries that are not regular files (see [`crate::format::filename::Listing`]).
+    pub odd: Vec<crate::format::entry::Entry>,
     /// Configured file size in bytes (`mappedFileSizeConsumeQueue`, a multiple of 20).
     pub file_size: u64,
 }
 
 impl ConsumeQueue {
     pub fn open(dir: &Path, topic: &str, queue_id: i32, file_size: u64) -> Result<Self> {
-        let (files, foreign) = list_queue_dir(dir)?;
+        let l = list_queue_dir(dir)?;
         Ok(ConsumeQueue {
             topic: topic.to_string(),
             queue_id,
             dir: dir.to_path_buf(),
-            files,
-            foreign,
+            files: l.files,
+            foreign: l.foreign,
+            odd: l.odd,
             file_size,
         })
     }
