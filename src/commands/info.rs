@@ -181,6 +181,20 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
     for issue in cl.layout_issues(store.geometry.commitlog_file_size.value) {
         notes.push(format!("commitlog layout: {issue:?}"));
     }
+    let odd = cl
+        .odd
+        .iter()
+        .chain(store.queues.values().flat_map(|q| q.odd.iter()))
+        .chain(&store.consumequeue_odd)
+        .chain(&store.index_odd);
+    for e in odd {
+        notes.push(format!(
+            "{} is {}{}: not read (see verify)",
+            e.path.display(),
+            if e.symlink { "a symlink to " } else { "" },
+            e.kind.describe()
+        ));
+    }
     let commitlog = CommitlogInfo {
         files: cl
             .segments

@@ -278,6 +278,14 @@ fn print_human(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             .unwrap_or_default()
     );
     let recovery = match (s.recovery_mode, s.recovery_cut) {
+        _ if !s.refuses_to_start.is_empty() => format!(
+            "the broker REFUSES TO START: {}{}",
+            s.refuses_to_start[0],
+            match s.refuses_to_start.len() {
+                1 => String::new(),
+                n => format!(" (and {} more reasons)", n - 1),
+            }
+        ),
         (Some(m), Some(c)) => format!(
             "{} on next start, data ends at {}, {} messages dropped",
             match m {

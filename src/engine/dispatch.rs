@@ -7,6 +7,7 @@ use crate::format::commitlog::{prop, MessageRef, TransactionType};
 use crate::format::consumequeue::CqUnit;
 use crate::format::geometry::Geometry;
 use crate::format::java::{parse_int, tags_code};
+use crate::format::layout::{check_queue_id, check_topic, NameError};
 
 /// `TopicValidator.RMQ_SYS_SCHEDULE_TOPIC`.
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
@@ -32,8 +33,13 @@ pub struct CqTarget {
 /// What the broker's dispatch does with one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dispatch {
-    /// The consume queue unit, for NOT and COMMIT records.
+    /// The consume queue unit, for NOT and COMMIT records whose topic and queue id can name a
+    /// consume queue folder.
     pub cq: Option<CqTarget>,
+    /// Why a NOT or COMMIT record gets no unit here although the broker would dispatch it: its
+    /// topic breaks the topic rule or its queue id is negative, so it names no folder that can
+    /// be made safely (the record's header is damaged; `verify` reports it).
+    pub refused: Option<NameError>,
     /// Index keys `topic#key` in insertion order: UNIQ_KEY, then each KEYS element. Empty for
     /// ROLLBACK records.
     pub index_keys: Vec<String>,
@@ -76,7 +82,14 @@ pub fn deliver_timestamp(g: &Geometry, level: i32, store_timestamp: i64) -> i64 
 /// Apply the broker's rules to one record.
 pub fn dispatch(m: &MessageRef<'_>, g: &Geometry) -> Result<Dispatch, DispatchError> {
     let tx = m.transaction_type();
-    let cq = if tx.is_queued() {
+    let refused = if tx.is_queued() {
+        check_topic(&m.topic)
+            .and_then(|_| check_queue_id(m.queue_id))
+            .err()
+    } else {
+        None
+    };
+    let cq = if tx.is_queued() && refused.is_none() {
         Some(CqTarget {
             topic: m.topic.to_string(),
             queue_id: m.queue_id,
@@ -103,6 +116,7 @@ pub fn dispatch(m: &MessageRef<'_>, g: &Geometry) -> Result<Dispatch, DispatchEr
     }
     Ok(Dispatch {
         cq,
+        refused,
         index_keys,
         phy_offset: m.physical_offset,
         store_timestamp: m.store_timestamp,
@@ -212,5 +226,22 @@ mod tests {
         assert!(rollback.cq.is_none() && rollback.index_keys.is_empty());
         let commit = run(&msg("T", p, sysflag::TRANSACTION_COMMIT)).unwrap();
         assert!(commit.cq.is_some() && commit.index_keys.len() == 2);
+    }
+
+    #[test]
+    fn names_that_cannot_be_paths_get_no_unit() {
+        for topic in ["../../x", "/abs/path", "a/b", ".."] {
+            let d = run(&msg(topic, &[("TAGS", "T")], 0)).unwrap();
+            assert!(d.cq.is_none(), "{topic}");
+            assert!(
+                matches!(d.refused, Some(NameError::TopicChar { .. })),
+                "{topic}"
+            );
+        }
+        let mut b = msg("T", &[], 0);
+        b[12..16].copy_from_slice(&(-5i32).to_be_bytes());
+        let d = run(&b).unwrap();
+        assert!(d.cq.is_none());
+        assert_eq!(d.refused, Some(NameError::NegativeQueueId(-5)));
     }
 }

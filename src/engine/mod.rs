@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod export;
 pub mod filter;
 pub mod generate;
+pub mod headers;
 pub mod index;
 pub mod message_json;
 pub mod offsets;

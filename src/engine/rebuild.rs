@@ -236,15 +236,13 @@ pub fn rebuild(
         let mut queues: Vec<_> = su.queues.into_iter().collect();
         queues.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, list) in queues {
-            let w = writers.entry(key.clone()).or_insert_with(|| {
-                QueueWriter::new(
-                    out_root
-                        .join(paths::CONSUMEQUEUE)
-                        .join(&key.0)
-                        .join(key.1.to_string()),
+            let w = match writers.entry(key.clone()) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(QueueWriter::new(
+                    crate::format::layout::queue_dir(out_root, &key.0, key.1)?,
                     cq_file_size,
-                )
-            });
+                )),
+            };
             for (q, u) in list {
                 w.put(u, q)?;
                 summary.units += 1;

@@ -939,7 +939,8 @@ pub struct Prepared {
     pub start_index: Option<usize>,
     pub start_reason: String,
     pub index_files_deleted: Vec<IndexDrop>,
-    /// Largest endPhyOffset of the index files recovery keeps (0 when none).
+    /// Just after the largest endPhyOffset of the index files recovery keeps (0 when it keeps
+    /// none): records with keys from here on lose their entries if they are not dispatched again.
     pub index_kept_end: u64,
     pub refuses_to_start: Vec<String>,
     pub notes: Vec<String>,
@@ -1027,6 +1028,43 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
         refuses.push(format!(
             "{} is not named by a 20-digit offset (MappedFileQueue.load fails on it)",
             f.display()
+        ));
+    }
+    let v5 = version.version == BrokerVersion::V5;
+    let odd_queues = store.queues.values().flat_map(|q| q.odd.iter());
+    for e in store.commitlog.odd.iter().chain(odd_queues) {
+        if !(v5 && e.kind == crate::format::entry::Kind::Dir) {
+            refuses.push(format!(
+                "{} is {}, not a file of the configured size (MappedFileQueue.load fails on it)",
+                e.path.display(),
+                e.kind.describe()
+            ));
+        }
+    }
+    for q in store.queues.values() {
+        for f in &q.foreign {
+            refuses.push(format!(
+                "{} is not named by a 20-digit offset (the consume queue does not load)",
+                f.display()
+            ));
+        }
+    }
+    for e in &store.index_odd {
+        refuses.push(format!(
+            "{} is {} (IndexService.load cannot open it)",
+            e.path.display(),
+            e.kind.describe()
+        ));
+    }
+    let checkpoint_entry = crate::format::entry::probe(&store.checkpoint_path());
+    if !matches!(
+        checkpoint_entry.kind,
+        crate::format::entry::Kind::File { .. } | crate::format::entry::Kind::Missing
+    ) {
+        refuses.push(format!(
+            "{} is {} (StoreCheckpoint cannot map it)",
+            checkpoint_entry.path.display(),
+            checkpoint_entry.kind.describe()
         ));
     }
     for (i, s) in segs.iter().enumerate() {
@@ -1150,8 +1188,10 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
                 end_phy_offset: h.end_phy_offset,
                 end_timestamp: h.end_timestamp,
             });
-        } else {
-            index_kept_end = index_kept_end.max(h.end_phy_offset.max(0) as u64);
+        } else if h.index_count > 1 {
+            // The record at endPhyOffset is the file's last entry: it keeps its entries.
+            let after = (h.end_phy_offset.max(0) as u64).saturating_add(1);
+            index_kept_end = index_kept_end.max(after);
         }
     }
     if let Some(e) = &checkpoint_error {

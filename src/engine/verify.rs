@@ -43,6 +43,7 @@ use super::dispatch::{is_system_topic, record_tags_code, SCHEDULE_TOPIC};
 use super::recovery::{
     self, FileWalk, Prepared, RecordPlace, RecoveryMode, RecoveryPlan, StopReason, WalkProblem,
 };
+use super::headers::{self, Claim, Gap, QueueSlot, Rule, Suspect};
 use super::store::{paths, Store};
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
@@ -54,6 +55,7 @@ use crate::format::config::{
     TopicConfigs,
 };
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
+use crate::format::entry::{Entry, Kind};
 use crate::format::error::Result;
 use crate::format::finding::{Finding, Severity};
 use crate::format::geometry::Source;
@@ -193,6 +195,8 @@ pub struct Summary {
     /// The release whose rules were applied ("4.9" or "5.x") and whether the files said so.
     pub store_version: String,
     pub clean_shutdown: bool,
+    /// Why the broker would not start on the store as it is (empty: it starts).
+    pub refuses_to_start: Vec<String>,
     pub recovery_mode: Option<RecoveryMode>,
     /// The commitlog max offset after recovery, and what recovery drops.
     pub recovery_cut: Option<u64>,
@@ -208,6 +212,12 @@ pub struct Report {
     pub findings: Vec<Finding>,
     pub summary: Summary,
     pub recovery: Option<RecoveryPlan>,
+    /// Records whose header contradicts the store, with the values the store proves.
+    #[serde(skip)]
+    pub damaged_headers: Vec<headers::DamagedHeader>,
+    /// The walk of each commitlog file, as recovery walks it (`None` when not walked).
+    #[serde(skip)]
+    pub walks: Vec<Option<FileWalk>>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -717,6 +727,8 @@ impl IndexStream {
 struct QueueRun {
     first_q: i64,
     first_pos: u64,
+    /// Commitlog offset of the queue's last record so far.
+    last_pos: u64,
     next_q: i64,
     count: u64,
     /// The consume queue's end (recovery's view), looked up once.
@@ -757,6 +769,9 @@ fn add_range(ranges: &mut Vec<(u64, u64)>, overflow: &mut bool, a: u64, b: u64) 
 /// A queue as one worker sees it: the run so far and the consume queue file it last read.
 struct SegQueue<'a> {
     topic: Box<str>,
+    /// The topic's queue count in topics.json when this queue id is not below it and the queue
+    /// has no consume queue folder: every record of it is set aside (a damaged QUEUEID).
+    out_of_range: Option<i32>,
     run: QueueRun,
     cq: Option<&'a ConsumeQueue>,
     map: Option<(u64, u64, Arc<Mapped>)>,
@@ -866,6 +881,8 @@ struct Ctx<'a> {
     /// Records at or after this offset are dispatched again by the broker.
     redispatch_from: u64,
     track_queues: bool,
+    /// Queue count per topic in topics.json (`max(readQueueNums, writeQueueNums)`).
+    topic_queues: FastMap<String, i32>,
     /// Consume queue files mapped during the scan, shared by the workers (at most
     /// [`MAX_CQ_MAPS`]; the cache starts over above that).
     cq_maps: Mutex<FastMap<PathBuf, Arc<Mapped>>>,
@@ -901,6 +918,8 @@ struct SegScan {
     bytes: u64,
     data_end: u64,
     max_store_ts: i64,
+    suspects: Vec<Suspect>,
+    gaps: Vec<Gap>,
 }
 
 struct SegState<'c, 'a> {
@@ -923,13 +942,22 @@ struct SegState<'c, 'a> {
     max_store_ts: i64,
     unreported: u64,
     open_maps: usize,
+    /// Records set aside by a header rule, and breaks in queue offset sequences (both bounded by
+    /// [`MAX_HEADER_EVIDENCE`]): what [`headers::judge`] works from.
+    suspects: Vec<Suspect>,
+    gaps: Vec<Gap>,
 }
+
+/// At most this many suspects and gaps are kept per piece and per run.
+const MAX_HEADER_EVIDENCE: usize = 4096;
 
 /// What the per-record checks need of a topic.
 #[derive(Clone, Copy)]
 struct TopicHashes {
     /// Number of the topic in its worker's [`TopicCache`] (key of the worker's queue map).
     id: u32,
+    /// Why the topic cannot name a consume queue folder, if it cannot.
+    bad_name: Option<crate::format::layout::NameError>,
     /// [`topic_prefix_hash`], where index key hashes start.
     prefix_hash: i32,
     /// [`is_system_topic`].
@@ -949,6 +977,7 @@ impl TopicCache {
         self.known
             .get_or_insert_with(topic.as_bytes(), |id| TopicHashes {
                 id,
+                bad_name: crate::format::layout::check_topic(topic).err(),
                 prefix_hash: topic_prefix_hash(topic),
                 system: is_system_topic(topic),
             })
@@ -1078,6 +1107,26 @@ impl<'c, 'a> SegState<'c, 'a> {
         };
         let p = Props::of(m);
         let topic = self.topics.of(&m.topic);
+        if in_topic && self.suspects.len() < MAX_HEADER_EVIDENCE {
+            let rule = if m.physical_offset != m.position as i64 {
+                Some(Rule::PhysicalOffset {
+                    found: m.physical_offset,
+                })
+            } else if let Some(e) = topic.bad_name {
+                Some(Rule::Topic(e))
+            } else if m.queue_id < 0 {
+                Some(Rule::NegativeQueueId)
+            } else {
+                None
+            };
+            if let Some(rule) = rule {
+                self.suspects.push(Suspect {
+                    offset: m.position,
+                    slot: QueueSlot::of(m),
+                    rule,
+                });
+            }
+        }
 
         if o.strict && in_topic && o.wants(Part::Commitlog) {
             self.strict_checks(m, &p, pos);
@@ -1086,7 +1135,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         let tx = m.transaction_type();
         let inner_batch = m.sys_flag & sysflag::INNER_BATCH != 0;
         if ctx.track_queues && in_topic && tx.is_queued() && !inner_batch {
-            self.queue_record(m, &p, topic.id, pos, sampled);
+            self.queue_record(m, &p, topic.id, sampled && o.wants(Part::ConsumeQueue));
         }
 
         if ctx.index.is_none()
@@ -1124,23 +1173,6 @@ impl<'c, 'a> SegState<'c, 'a> {
     }
 
     fn strict_checks(&mut self, m: &MessageRef<'_>, p: &Props<'_>, pos: u64) {
-        if m.physical_offset != m.position as i64 {
-            self.sink.push(
-                Finding::new(
-                    "commitlog.physical_offset",
-                    self.path,
-                    pos,
-                    format!(
-                        "record at commitlog offset {} says PHYSICALOFFSET {}",
-                        m.position, m.physical_offset
-                    ),
-                )
-                .with_action(
-                    "the broker does not check it; consume queue units and index entries built \
-                     from this record point at other bytes",
-                ),
-            );
-        }
         if m.body.is_empty() && m.body_crc != 0 {
             self.sink.push(
                 Finding::new(
@@ -1167,12 +1199,6 @@ impl<'c, 'a> SegState<'c, 'a> {
             odd.push(format!("STORETIMESTAMP is {}", m.store_timestamp));
         }
         let t = m.topic.as_bytes();
-        let valid = !t.is_empty()
-            && t.iter()
-                .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'%' | b'|' | b'_' | b'-'));
-        if !valid {
-            odd.push(format!("topic {:?} is not a valid topic name", m.topic));
-        }
         match m.version {
             MessageVersion::V1 if t.len() > 127 => {
                 odd.push(format!("a version 1 record with a {}-byte topic", t.len()))
@@ -1219,7 +1245,6 @@ impl<'c, 'a> SegState<'c, 'a> {
         m: &MessageRef<'_>,
         p: &Props<'_>,
         topic_id: u32,
-        pos: u64,
         check_unit: bool,
     ) {
         let step = if m.sys_flag & sysflag::INNER_BATCH != 0 {
@@ -1229,7 +1254,6 @@ impl<'c, 'a> SegState<'c, 'a> {
         };
         let q = m.queue_offset;
         let ctx = self.ctx;
-        let strict = ctx.opts.strict;
         let topic: &str = &m.topic;
         let Some(sq) = self.queues.get_or_insert_with(topic_id, m.queue_id, || {
             let found = ctx
@@ -1237,11 +1261,18 @@ impl<'c, 'a> SegState<'c, 'a> {
                 .get(topic)
                 .and_then(|m2| m2.get(&m.queue_id))
                 .copied();
+            let out_of_range = ctx
+                .topic_queues
+                .get(topic)
+                .copied()
+                .filter(|&n| m.queue_id >= n && found.is_none());
             SegQueue {
                 topic: topic.into(),
+                out_of_range,
                 run: QueueRun {
                     first_q: q,
                     first_pos: m.position,
+                    last_pos: m.position,
                     next_q: q,
                     count: 0,
                     cq_end: found.map_or(0, |(e, _)| e),
@@ -1257,12 +1288,28 @@ impl<'c, 'a> SegState<'c, 'a> {
         }) else {
             return;
         };
+        if let Some(queues) = sq.out_of_range {
+            if self.suspects.len() < MAX_HEADER_EVIDENCE {
+                self.suspects.push(Suspect {
+                    offset: m.position,
+                    slot: QueueSlot::of(m),
+                    rule: Rule::QueueIdOutOfRange { queues },
+                });
+            }
+        }
         let run = &mut sq.run;
-        let mut gap = None;
-        if run.count > 0 && q != run.next_q {
-            gap = Some(run.next_q);
+        if run.count > 0 && q != run.next_q && self.gaps.len() < MAX_HEADER_EVIDENCE {
+            self.gaps.push(Gap {
+                topic: topic.to_string(),
+                queue_id: m.queue_id,
+                expected: run.next_q,
+                found: q,
+                offset: m.position,
+                prev_offset: run.last_pos,
+            });
         }
         run.next_q = q.saturating_add(step);
+        run.last_pos = m.position;
         run.count += 1;
         if q >= 0 && q as u64 >= run.cq_end {
             run.beyond += 1;
@@ -1284,33 +1331,6 @@ impl<'c, 'a> SegState<'c, 'a> {
                 sq.map = None;
             }
             self.open_maps = 0;
-        }
-        if let (Some(expected), true) = (gap, strict) {
-            let (code, what) = if q > expected {
-                (
-                    "commitlog.queue_offset_gap",
-                    format!("jumps from {} to {q}", expected.wrapping_sub(1)),
-                )
-            } else {
-                (
-                    "commitlog.queue_offset_repeat",
-                    format!("goes back from {} to {q}", expected.wrapping_sub(1)),
-                )
-            };
-            let f = Finding::new(
-                code,
-                self.path,
-                pos,
-                format!(
-                    "queue {}/{}: QUEUEOFFSET {what} at commitlog offset {}",
-                    m.topic, m.queue_id, m.position
-                ),
-            )
-            .with_action(
-                "the broker does not check it; its consume queue writer appends at its own \
-                 position, so later units of this queue are misplaced",
-            );
-            self.sink.push(f);
         }
     }
 
@@ -1403,6 +1423,7 @@ impl<'c, 'a> SegState<'c, 'a> {
                         m.position, m.topic, key
                     ),
                 )
+                .about_record(m.position)
                 .with_action(action),
             );
         }
@@ -1450,6 +1471,7 @@ impl<'c, 'a> SegState<'c, 'a> {
                     c.n, e.key_hash, e.phy_offset
                 ),
             )
+            .about_record(e.phy_offset.max(0) as u64)
             .with_action(
                 "a query that reaches this entry reads the wrong bytes; clients drop records \
                  whose key differs, so the answer is only incomplete",
@@ -1577,6 +1599,8 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         bytes: 0,
         data_end: 0,
         max_store_ts: 0,
+        suspects: Vec::new(),
+        gaps: Vec::new(),
     };
     let Some(seg) = store.commitlog.segments.get(i) else {
         return empty(sink, None);
@@ -1637,6 +1661,8 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         max_store_ts: 0,
         unreported: 0,
         open_maps: 0,
+        suspects: Vec::new(),
+        gaps: Vec::new(),
     };
     let bytes = map.get(..to).unwrap_or(&map);
     let walk = recovery::walk_on(before, bytes, from, seg, &ctx.walk_opts, |m, place| {
@@ -1669,6 +1695,8 @@ fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         bytes: st.bytes,
         data_end: st.data_end,
         max_store_ts: st.max_store_ts,
+        suspects: st.suspects,
+        gaps: st.gaps,
     }
 }
 
@@ -1736,6 +1764,8 @@ fn join_pieces(pieces: Vec<SegScan>) -> Joined {
 struct Merged {
     sink: Sink,
     walks: Vec<Option<FileWalk>>,
+    suspects: Vec<Suspect>,
+    gaps: Vec<Gap>,
     queues: HashMap<(String, i32), QueueRun>,
     idx: IndexTally,
     records: u64,
@@ -1758,8 +1788,6 @@ impl Merged {
         piece: usize,
         s: SegScan,
         again: &dyn Fn(usize, usize, Option<FileWalk>) -> SegScan,
-        store: &Store,
-        strict: bool,
     ) {
         self.pending.insert(piece, s);
         while let Some(range) = self.pieces.get(self.next).cloned() {
@@ -1771,17 +1799,27 @@ impl Merged {
             let group: Vec<SegScan> = range.filter_map(|p| self.pending.remove(&p)).collect();
             let joined = join_pieces(group);
             for s in joined.scans {
-                self.merge(s, store, strict);
+                self.merge(s);
             }
             if let Some((from, before)) = joined.again {
                 let s = again(file, from, before);
-                self.merge(s, store, strict);
+                self.merge(s);
             }
         }
     }
 
-    fn merge(&mut self, s: SegScan, store: &Store, strict: bool) {
+    fn merge(&mut self, s: SegScan) {
         self.sink.absorb(s.sink);
+        for x in s.suspects {
+            if self.suspects.len() < MAX_HEADER_EVIDENCE {
+                self.suspects.push(x);
+            }
+        }
+        for g in s.gaps {
+            if self.gaps.len() < MAX_HEADER_EVIDENCE {
+                self.gaps.push(g);
+            }
+        }
         if let Some(w) = self.walks.get_mut(s.index) {
             *w = s.walk;
         }
@@ -1804,27 +1842,18 @@ impl Merged {
                         self.queues.insert((topic.to_string(), qid), run);
                     }
                     Some(acc) => {
-                        if strict && run.first_q != acc.next_q {
-                            let (code, what) = if run.first_q > acc.next_q {
-                                ("commitlog.queue_offset_gap", "jumps")
-                            } else {
-                                ("commitlog.queue_offset_repeat", "goes back")
-                            };
-                            if let Some(seg) = store.commitlog.segment_for(run.first_pos) {
-                                self.sink.push(Finding::new(
-                                    code,
-                                    &seg.path,
-                                    run.first_pos - seg.start,
-                                    format!(
-                                        "queue {topic}/{qid}: QUEUEOFFSET {what} from {} to {} at commitlog offset {}",
-                                        acc.next_q.wrapping_sub(1),
-                                        run.first_q,
-                                        run.first_pos
-                                    ),
-                                ));
-                            }
+                        if run.first_q != acc.next_q && self.gaps.len() < MAX_HEADER_EVIDENCE {
+                            self.gaps.push(Gap {
+                                topic: topic.to_string(),
+                                queue_id: qid,
+                                expected: acc.next_q,
+                                found: run.first_q,
+                                offset: run.first_pos,
+                                prev_offset: acc.last_pos,
+                            });
                         }
                         acc.next_q = run.next_q;
+                        acc.last_pos = run.last_pos;
                         acc.count += run.count;
                         acc.matched += run.matched;
                         acc.ranges_overflow |= run.ranges_overflow;
@@ -1853,6 +1882,10 @@ struct CqResult {
     ranges: Vec<(u64, u64)>,
     ranges_overflow: bool,
     findings: Vec<Finding>,
+    /// Units that point at a record with its size and tags code while the record names another
+    /// topic, queue or queue offset (one field apart): evidence for [`headers::judge`], with the
+    /// finding reported if the judgement does not take it.
+    claims: Vec<(Claim, Finding)>,
 }
 
 const MAX_CQ_FINDINGS: usize = 64;
@@ -1927,6 +1960,45 @@ fn record_at<'m>(c: &'m CqCtx<'_>, offset: u64) -> std::result::Result<MessageRe
         Ok(Record::EndOfData) => Err("only zeros are there".to_string()),
         Err(e) => Err(format!("no record parses there ({})", e.kind)),
     }
+}
+
+/// A [`Claim`] when the unit at queue offset `q` of `cq` and the record it points at agree on
+/// everything but one of topic, queue id and queue offset (size, tags code, a queued transaction
+/// type and an intact body): the record's header may have changed after it was dispatched.
+fn unit_claim(
+    cq: &ConsumeQueue,
+    q: u64,
+    u: &CqUnit,
+    m: &MessageRef<'_>,
+    g: &crate::format::geometry::Geometry,
+    path: &Path,
+    pos: u64,
+) -> Option<Claim> {
+    let tags_ok = u.has_ext_addr() || record_tags_code(m, g).ok() == Some(u.tags_code);
+    if m.total_size != u.size || !m.transaction_type().is_queued() || !tags_ok {
+        return None;
+    }
+    if !m.body.is_empty() && !m.body_crc_ok() {
+        return None;
+    }
+    let unit = QueueSlot {
+        topic: cq.topic.clone(),
+        queue_id: cq.queue_id,
+        queue_offset: i64::try_from(q).ok()?,
+    };
+    let found = QueueSlot::of(m);
+    let differing = [
+        unit.topic != found.topic,
+        unit.queue_id != found.queue_id,
+        unit.queue_offset != found.queue_offset,
+    ];
+    (differing.iter().filter(|d| **d).count() == 1).then(|| Claim {
+        offset: m.position,
+        unit,
+        found,
+        unit_file: path.display().to_string(),
+        unit_pos: pos,
+    })
 }
 
 fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Result<CqResult> {
@@ -2071,9 +2143,11 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
                 continue;
             }
             let mut diffs = Vec::new();
+            let mut claim = None;
             match record_at(c, uoff) {
                 Err(why) => diffs.push(why),
                 Ok(m) => {
+                    claim = unit_claim(cq, q, &u, &m, g, &f.path, fpos);
                     if m.topic != cq.topic {
                         diffs.push(format!("topic {}", m.topic));
                     }
@@ -2103,22 +2177,25 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
             if diffs.is_empty() {
                 r.matched_q(q);
             } else {
-                r.push(
-                    Finding::new(
-                        "consumequeue.unit_mismatch",
-                        &f.path,
-                        fpos,
-                        format!(
-                            "{name}: unit at queue offset {q} points at commitlog offset {uoff} (size {}), but there: {}",
-                            u.size,
-                            diffs.join(", ")
-                        ),
-                    )
-                    .with_action(format!(
-                        "consumers of {name} at queue offset {q} get the bytes at offset {uoff} \
-                         (a wrong message, or a pull error); the broker never rewrites the unit"
-                    )),
-                );
+                let finding = Finding::new(
+                    "consumequeue.unit_mismatch",
+                    &f.path,
+                    fpos,
+                    format!(
+                        "{name}: unit at queue offset {q} points at commitlog offset {uoff} (size {}), but there: {}",
+                        u.size,
+                        diffs.join(", ")
+                    ),
+                )
+                .about_record(uoff)
+                .with_action(format!(
+                    "consumers of {name} at queue offset {q} get the bytes at offset {uoff} \
+                     (a wrong message, or a pull error); the broker never rewrites the unit"
+                ));
+                match claim {
+                    Some(cl) if r.claims.len() < MAX_CQ_FINDINGS => r.claims.push((cl, finding)),
+                    _ => r.push(finding),
+                }
             }
         }
         if let Some(from) = tail_from {
@@ -2323,6 +2400,7 @@ fn verify_with_side(
     if want_cl {
         layout_findings(store, file_size, &prep, &mut sink);
     }
+    entry_findings(store, &prep, (want_cl, want_cq, want_ix), &mut sink);
 
     let maps = LazyMaps::new(segs);
 
@@ -2358,13 +2436,16 @@ fn verify_with_side(
         total,
         progress,
         redispatch_from,
-        track_queues: want_cq,
+        track_queues: want_cq || want_cl,
+        topic_queues: topic_queue_counts(store),
         cq_maps: Mutex::new(FastMap::default()),
     };
 
     let merged = Mutex::new(Merged {
         sink: Sink::new(opts.max_per_code.max(1)),
         walks: (0..segs.len()).map(|_| None).collect(),
+        suspects: Vec::new(),
+        gaps: Vec::new(),
         queues: HashMap::new(),
         idx: IndexTally::default(),
         records: 0,
@@ -2410,7 +2491,7 @@ fn verify_with_side(
                     let r = scan_piece(&ctx, i, Span::Piece(j, &piece_maps));
                     piece_maps.done(i);
                     if let Ok(mut m) = merged.lock() {
-                        m.take(k, r, &again, store, opts.strict);
+                        m.take(k, r, &again);
                     }
                 });
             }
@@ -2442,9 +2523,11 @@ fn verify_with_side(
     let merged_sink = std::mem::take(&mut merged.sink);
     sink.absorb(merged_sink);
 
-    // Consume queues.
+    // Consume queues: each checked on its own, then the headers judged with what all of them
+    // and the walk saw, then the findings of each.
     let mut cq_units = 0u64;
     let mut queues_checked = 0u64;
+    let mut checked: Vec<(&ConsumeQueue, CqResult)> = Vec::new();
     if want_cq {
         let cq_maps = std::mem::take(&mut *ctx.cq_maps.lock().unwrap_or_else(|e| e.into_inner()));
         let cctx = CqCtx {
@@ -2480,16 +2563,82 @@ fn verify_with_side(
                 (i, r)
             })
             .collect();
-        let mut seen_queues = std::collections::HashSet::new();
         for (i, r) in results {
             let Some(cq) = list.get(i) else { continue };
-            let r = r?;
+            checked.push((cq, r?));
+        }
+    }
+    let mut claims = Vec::new();
+    let mut claim_findings = Vec::new();
+    for (_, r) in checked.iter_mut() {
+        for (c, f) in std::mem::take(&mut r.claims) {
+            claims.push(c);
+            claim_findings.push(f);
+        }
+    }
+    let lone: Vec<(u64, QueueSlot)> = merged
+        .queues
+        .iter()
+        .filter(|((t, q), run)| run.count == 1 && !store.queues.contains_key(&(t.clone(), *q)))
+        .map(|((t, q), run)| {
+            (
+                run.first_pos,
+                QueueSlot {
+                    topic: t.clone(),
+                    queue_id: *q,
+                    queue_offset: run.first_q,
+                },
+            )
+        })
+        .collect();
+    let judgement = headers::judge(&merged.suspects, &claims, &merged.gaps, &lone);
+    if want_cl {
+        header_findings(store, &judgement, &mut sink);
+        if opts.strict {
+            gap_findings(store, &merged.gaps, &judgement, &mut sink);
+        }
+    }
+    for (i, f) in claim_findings.into_iter().enumerate() {
+        if !judgement.accepted_claims.contains(&i) {
+            sink.push(f);
+        }
+    }
+    // Index entries of a record whose topic changed do not hash to it: one damage, one finding.
+    sink.list.retain(|f| {
+        !(matches!(f.code, "index.dangling_entry" | "index.missing_key")
+            && f.record.is_some_and(|o| judgement.is_damaged(o)))
+    });
+    // What damaged records were counted as in the queues they name.
+    let mut miscounted: HashMap<(String, i32), Vec<i64>> = HashMap::new();
+    for d in &judgement.damaged {
+        if d.field != headers::Field::PhysicalOffset {
+            let v = miscounted
+                .entry((d.named.topic.clone(), d.named.queue_id))
+                .or_default();
+            if !v.contains(&d.named.queue_offset) {
+                v.push(d.named.queue_offset);
+            }
+        }
+    }
+    let corrected = |key: &(String, i32), run: Option<&QueueRun>| -> Option<QueueRun> {
+        let mut run = run?.clone();
+        for &q in miscounted.get(key).map(Vec::as_slice).unwrap_or(&[]) {
+            run.count = run.count.saturating_sub(1);
+            if q >= 0 && q as u64 >= run.cq_end {
+                run.beyond = run.beyond.saturating_sub(1);
+            }
+        }
+        (run.count > 0).then_some(run)
+    };
+    if want_cq {
+        let mut seen_queues = std::collections::HashSet::new();
+        for (cq, r) in checked {
             queues_checked += 1;
             cq_units += r.units;
             let key = (cq.topic.clone(), cq.queue_id);
-            seen_queues.insert(key.clone());
-            let run = merged.queues.get(&key);
-            missing_findings(cq, run, &r, redispatch_from, opts, &mut sink);
+            let run = corrected(&key, merged.queues.get(&key));
+            seen_queues.insert(key);
+            missing_findings(cq, run.as_ref(), &r, redispatch_from, opts, &mut sink);
             for f in r.findings {
                 sink.push(f);
             }
@@ -2502,6 +2651,10 @@ fn verify_with_side(
             .collect();
         orphan.sort_by(|a, b| a.0.cmp(b.0));
         for ((t, q), run) in orphan {
+            let key = (t.clone(), *q);
+            let Some(run) = corrected(&key, Some(run)) else {
+                continue;
+            };
             let dir = store
                 .root
                 .join(paths::CONSUMEQUEUE)
@@ -2518,7 +2671,7 @@ fn verify_with_side(
             };
             missing_findings(
                 &cq,
-                Some(run),
+                Some(&run),
                 &CqResult::default(),
                 redispatch_from,
                 opts,
@@ -2583,6 +2736,7 @@ fn verify_with_side(
             }
         ),
         clean_shutdown: !store.abort.present,
+        refuses_to_start: prep.refuses_to_start.clone(),
         recovery_mode: plan.as_ref().map(|p| p.mode),
         recovery_cut: plan.as_ref().and_then(|p| p.cut.as_ref()).map(|c| c.offset),
         recovery_drops_messages: plan.as_ref().map_or(0, |p| p.messages_dropped()),
@@ -2600,7 +2754,120 @@ fn verify_with_side(
         findings,
         summary,
         recovery: plan,
+        damaged_headers: judgement.damaged,
+        walks: merged.walks,
     })
+}
+
+/// One `commitlog.bad_header` finding per damaged field.
+fn header_findings(store: &Store, j: &headers::Judgement, sink: &mut Sink) {
+    for d in &j.damaged {
+        let Some(seg) = store.commitlog.segment_for(d.offset) else {
+            continue;
+        };
+        let proven = match &d.fix {
+            Some(p) => format!("; it was {}: {}", p.value, p.evidence),
+            None => "; nothing in the store proves what it was".to_string(),
+        };
+        let action = match d.field {
+            headers::Field::PhysicalOffset => format!(
+                "the broker does not check it: units and index entries dispatched from this \
+                 record point at offset {}, and its offset message id names that offset",
+                d.found
+            ),
+            headers::Field::QueueOffset => format!(
+                "the broker does not check it: a dispatch puts this record at queue offset {} of \
+                 {}/{}, and misplaces the units after it",
+                d.found, d.named.topic, d.named.queue_id
+            ),
+            headers::Field::Topic | headers::Field::QueueId => {
+                match crate::format::layout::check_topic(&d.named.topic)
+                    .and_then(|_| crate::format::layout::check_queue_id(d.named.queue_id))
+                {
+                    Ok(()) => format!(
+                        "the broker does not check it: a dispatch puts this record into \
+                         consumequeue/{}/{}/, a queue it never had",
+                        d.named.topic, d.named.queue_id
+                    ),
+                    Err(e) => format!(
+                        "the broker does not check it: a dispatch makes a consume queue path of \
+                         it ({e})"
+                    ),
+                }
+            }
+        };
+        sink.push(
+            Finding::new(
+                "commitlog.bad_header",
+                &seg.path,
+                d.offset - seg.start,
+                format!(
+                    "record at commitlog offset {}: {} is {}: {}{proven}",
+                    d.offset,
+                    d.field.name(),
+                    d.found,
+                    d.why
+                ),
+            )
+            .about_record(d.offset)
+            .with_action(action),
+        );
+    }
+}
+
+/// `--strict`: breaks in queue offset sequences that no damaged header explains.
+fn gap_findings(store: &Store, gaps: &[Gap], j: &headers::Judgement, sink: &mut Sink) {
+    for (i, g) in gaps.iter().enumerate() {
+        if j.explained_gaps.contains(&i) {
+            continue;
+        }
+        let Some(seg) = store.commitlog.segment_for(g.offset) else {
+            continue;
+        };
+        let (code, what) = if g.found > g.expected {
+            ("commitlog.queue_offset_gap", "jumps")
+        } else {
+            ("commitlog.queue_offset_repeat", "goes back")
+        };
+        sink.push(
+            Finding::new(
+                code,
+                &seg.path,
+                g.offset - seg.start,
+                format!(
+                    "queue {}/{}: QUEUEOFFSET {what} from {} to {} at commitlog offset {}",
+                    g.topic,
+                    g.queue_id,
+                    g.expected.wrapping_sub(1),
+                    g.found,
+                    g.offset
+                ),
+            )
+            .about_record(g.offset)
+            .with_action(
+                "the broker does not check it; its consume queue writer appends at its own \
+                 position, so later units of this queue are misplaced",
+            ),
+        );
+    }
+}
+
+/// Queue count per topic in topics.json (`max(readQueueNums, writeQueueNums)`); empty when it
+/// does not load.
+fn topic_queue_counts(store: &Store) -> FastMap<String, i32> {
+    match crate::format::config::load::<TopicConfigs>(&store.config_dir()) {
+        Ok(l) => l
+            .value
+            .iter()
+            .map(|c| {
+                (
+                    c.topic_name.clone(),
+                    c.read_queue_nums.max(c.write_queue_nums),
+                )
+            })
+            .collect(),
+        Err(_) => FastMap::default(),
+    }
 }
 
 /// `NoBlank` problems for files whose data ends without a blank record while a later file holds
@@ -2624,6 +2891,124 @@ fn mark_blanks_in_place(walks: &mut [Option<FileWalk>]) {
                     w.problems.push(WalkProblem::NoBlank { pos });
                 }
             }
+        }
+    }
+}
+
+/// The loader's answer to an entry of a mapped file folder that is not a regular file: 4.9
+/// compares every entry's length with the file size and refuses to start; 5.x skips folders.
+fn loader_action(e: &Entry, v5: bool) -> &'static str {
+    if v5 && e.kind == Kind::Dir {
+        "5.x skips folders here; the data a file of this name would hold is missing"
+    } else {
+        "MappedFileQueue.load fails on it (its length is not the file size): the broker does not start"
+    }
+}
+
+/// Entries of the store that are not what the broker can load: never opened, reported.
+fn entry_findings(store: &Store, prep: &Prepared, parts: (bool, bool, bool), sink: &mut Sink) {
+    let (cl, cq, ix) = parts;
+    let v5 = prep.version.version == recovery::BrokerVersion::V5;
+    let what = |e: &Entry| {
+        format!(
+            "{}{}",
+            if e.symlink { "a symlink to " } else { "" },
+            e.kind.describe()
+        )
+    };
+    if cl {
+        for e in &store.commitlog.odd {
+            sink.push(
+                Finding::new(
+                    "commitlog.not_a_file",
+                    &e.path,
+                    0,
+                    format!("{} in commitlog/, where only commitlog files belong", what(e)),
+                )
+                .with_action(loader_action(e, v5)),
+            );
+        }
+        for name in [paths::CHECKPOINT, paths::ABORT, paths::LOCK] {
+            let e = crate::format::entry::probe(&store.root.join(name));
+            if !matches!(e.kind, Kind::File { .. } | Kind::Missing) {
+                sink.push(
+                    Finding::new(
+                        "store.not_a_file",
+                        &e.path,
+                        0,
+                        format!("{name} is {}", what(&e)),
+                    )
+                    .with_action(match name {
+                        paths::CHECKPOINT => "the broker cannot map it: it does not start",
+                        paths::ABORT => "the broker takes it for an unclean shutdown and fails to replace it",
+                        _ => "the broker cannot open it to take its lock: it does not start",
+                    }),
+                );
+            }
+        }
+    }
+    if cq {
+        for q in store.queues.values() {
+            for p in &q.foreign {
+                sink.push(
+                    Finding::new(
+                        "consumequeue.foreign_file",
+                        p,
+                        0,
+                        format!(
+                            "a file in the queue folder of {}/{} whose name is not a 20-digit offset",
+                            q.topic, q.queue_id
+                        ),
+                    )
+                    .with_action("Long.parseLong fails on its name: the broker does not start"),
+                );
+            }
+            for e in &q.odd {
+                sink.push(
+                    Finding::new(
+                        "consumequeue.not_a_file",
+                        &e.path,
+                        0,
+                        format!("{} in the queue folder of {}/{}", what(e), q.topic, q.queue_id),
+                    )
+                    .with_action(loader_action(e, v5)),
+                );
+            }
+        }
+        for e in &store.consumequeue_odd {
+            sink.push(
+                Finding::new(
+                    "consumequeue.foreign_entry",
+                    &e.path,
+                    0,
+                    format!("{} under consumequeue/ that is not a queue folder", what(e)),
+                )
+                .with_action("the broker skips it"),
+            );
+        }
+        for (p, e) in &store.bad_topic_dirs {
+            sink.push(
+                Finding::new(
+                    "consumequeue.bad_topic_dir",
+                    p,
+                    0,
+                    format!("the folder name is no topic the broker accepts: {e}"),
+                )
+                .with_action("the broker loads it as a topic; no client can name it"),
+            );
+        }
+    }
+    if ix {
+        for e in &store.index_odd {
+            sink.push(
+                Finding::new(
+                    "index.not_a_file",
+                    &e.path,
+                    0,
+                    format!("{} in index/, where only index files belong", what(e)),
+                )
+                .with_action("IndexService.load cannot open it: the broker does not start"),
+            );
         }
     }
 }
@@ -3432,9 +3817,49 @@ fn parse_error_offset<T: ConfigFile>(path: &Path) -> u64 {
     }
 }
 
+/// A config file (or its `.bak`) that is not a regular file, or too large to read.
+fn config_kind_findings(path: &Path, sink: &mut Sink) {
+    let e = crate::format::entry::probe(path);
+    match e.kind {
+        Kind::File { len } if len > crate::format::config::MAX_CONFIG_BYTES => sink.push(
+            Finding::new(
+                "config.too_large",
+                path,
+                0,
+                format!(
+                    "{len} bytes: larger than any config file the broker writes (not read; the \
+                     limit is {} bytes)",
+                    crate::format::config::MAX_CONFIG_BYTES
+                ),
+            )
+            .with_action("the broker cannot read it whole: loading fails and it uses the .bak"),
+        ),
+        Kind::File { .. } | Kind::Missing => {}
+        k => sink.push(
+            Finding::new(
+                "config.not_a_file",
+                path,
+                0,
+                format!(
+                    "{}{}, not a regular file (not read)",
+                    if e.symlink { "a symlink to " } else { "" },
+                    k.describe()
+                ),
+            )
+            .with_action(if k == Kind::Fifo {
+                "the broker blocks reading it at start (no writer): it hangs"
+            } else {
+                "the broker cannot read it: loading fails"
+            }),
+        ),
+    }
+}
+
 fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Option<T> {
     let main = store.config_dir().join(name);
     let bak = crate::format::config::with_suffix(&main, ".bak");
+    config_kind_findings(&main, sink);
+    config_kind_findings(&bak, sink);
     match load_file::<T>(&main) {
         Ok(l) => {
             match &l.source {

@@ -21,6 +21,7 @@ use crate::format::consumequeue::write::QueueWriter;
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::filename::offset_to_name;
 use crate::format::geometry::Geometry;
+use crate::format::layout::queue_dir;
 
 /// What the writer produces.
 #[derive(Debug, Clone)]
@@ -383,15 +384,15 @@ impl StoreWriter {
         if self.options.consumequeue {
             if let Some(cq) = &d.cq {
                 let file_size = self.options.geometry.cq_file_size();
-                let dir = self
-                    .root
-                    .join(paths::CONSUMEQUEUE)
-                    .join(&cq.topic)
-                    .join(cq.queue_id.to_string());
-                self.cqs
-                    .entry((cq.topic.clone(), cq.queue_id))
-                    .or_insert_with(|| QueueWriter::new(dir, file_size))
-                    .put(cq.unit, cq.queue_offset)?;
+                let key = (cq.topic.clone(), cq.queue_id);
+                let w = match self.cqs.entry(key) {
+                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        let dir = queue_dir(&self.root, &cq.topic, cq.queue_id)?;
+                        v.insert(QueueWriter::new(dir, file_size))
+                    }
+                };
+                w.put(cq.unit, cq.queue_offset)?;
                 self.last_cq_timestamp = m.store_timestamp;
             }
         }

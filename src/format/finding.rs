@@ -42,6 +42,10 @@ pub struct Finding {
     /// What the broker would do about it on its next start, when that is known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broker_action: Option<String>,
+    /// The commitlog offset of the record this finding is about, when it is about one (so
+    /// findings that one damaged record causes elsewhere can be told apart).
+    #[serde(skip)]
+    pub record: Option<u64>,
 }
 
 fn path_str<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
@@ -58,7 +62,14 @@ impl Finding {
             offset,
             message: message.into(),
             broker_action: None,
+            record: None,
         }
+    }
+
+    /// Note the commitlog offset of the record the finding is about.
+    pub fn about_record(mut self, offset: u64) -> Self {
+        self.record = Some(offset);
+        self
     }
 
     pub fn with_severity(mut self, s: Severity) -> Self {
@@ -130,9 +141,14 @@ pub const CODES: &[(&str, Severity, &str)] = &[
         "the __CRC32# property does not match the record",
     ),
     (
-        "commitlog.physical_offset",
+        "commitlog.bad_header",
         Severity::Error,
-        "PHYSICALOFFSET differs from the record's position",
+        "a record whose TOPIC, QUEUEID, QUEUEOFFSET or PHYSICALOFFSET contradicts the store (the broker does not check them)",
+    ),
+    (
+        "commitlog.not_a_file",
+        Severity::Error,
+        "an entry of commitlog/ that is not a regular file (a folder, FIFO, device, symlink loop)",
     ),
     (
         "commitlog.no_blank",
@@ -175,6 +191,26 @@ pub const CODES: &[(&str, Severity, &str)] = &[
         "a consume queue file whose size differs from the configured one",
     ),
     (
+        "consumequeue.foreign_file",
+        Severity::Error,
+        "a file in a queue folder whose name is not a 20-digit offset (the queue does not load)",
+    ),
+    (
+        "consumequeue.not_a_file",
+        Severity::Error,
+        "an entry of a queue folder that is not a regular file",
+    ),
+    (
+        "consumequeue.foreign_entry",
+        Severity::Warning,
+        "an entry under consumequeue/ that is not a queue folder (the broker skips it)",
+    ),
+    (
+        "consumequeue.bad_topic_dir",
+        Severity::Warning,
+        "a topic folder whose name breaks the broker's topic rule",
+    ),
+    (
         "consumequeue.gap",
         Severity::Error,
         "a consume queue file is missing between two others",
@@ -208,6 +244,11 @@ pub const CODES: &[(&str, Severity, &str)] = &[
         "index.bad_file",
         Severity::Error,
         "an index file that does not open (size, header)",
+    ),
+    (
+        "index.not_a_file",
+        Severity::Error,
+        "an entry of index/ that is not a regular file (IndexService.load fails)",
     ),
     (
         "index.header_mismatch",
@@ -248,6 +289,21 @@ pub const CODES: &[(&str, Severity, &str)] = &[
         "checkpoint.ahead",
         Severity::Warning,
         "checkpoint times are later than the data",
+    ),
+    (
+        "config.not_a_file",
+        Severity::Error,
+        "a config file that is not a regular file (a FIFO, a folder): the broker cannot read it",
+    ),
+    (
+        "config.too_large",
+        Severity::Error,
+        "a config file too large to be read (the broker fails to load it and uses the .bak)",
+    ),
+    (
+        "store.not_a_file",
+        Severity::Error,
+        "checkpoint, abort or lock is not a regular file",
     ),
     (
         "config.unparsable",

@@ -19,7 +19,7 @@ pub const TOPIC_MAX_LEN: usize = 127;
 pub const SYSTEM_TOPIC_MAX_LEN: usize = 255;
 
 /// Why a name read from disk cannot be a path component.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
     #[error("the topic is empty")]
     EmptyTopic,
