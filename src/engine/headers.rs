@@ -392,7 +392,7 @@ pub fn judge(
             Rule::PhysicalOffset { found } => (
                 Field::PhysicalOffset,
                 found.to_string(),
-                format!("PHYSICALOFFSET is {found}, but the record is at {}", s.offset),
+                format!("the record is at {}", s.offset),
                 Some(Proven {
                     value: s.offset.to_string(),
                     evidence: "a record's PHYSICALOFFSET is its position in the commitlog"

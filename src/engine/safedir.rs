@@ -199,19 +199,160 @@ impl Drop for StoreLock {
     }
 }
 
-/// fsync every file below `dir` and every folder, then `dir` itself.
+/// fsync every file below `dir` and every folder, then `dir` itself. Symlinks are not
+/// followed (the tree is one this process wrote).
 pub fn sync_tree(dir: &Path) -> Result<()> {
     for e in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-        let p = e.map_err(|e| Error::io(dir, e))?.path();
-        if p.is_dir() {
+        let e = e.map_err(|e| Error::io(dir, e))?;
+        let p = e.path();
+        let t = e.file_type().map_err(|x| Error::io(&p, x))?;
+        if t.is_dir() {
             sync_tree(&p)?;
-        } else {
+        } else if t.is_file() {
             File::open(&p)
                 .and_then(|f| f.sync_all())
                 .map_err(|e| Error::io(&p, e))?;
         }
     }
     sync_dir(dir)
+}
+
+/// The ranges of `f` inside `0..limit` that hold data, holes of a sparse file skipped
+/// (`SEEK_DATA`/`SEEK_HOLE`); the whole range when the file system cannot say.
+pub fn data_ranges(f: &File, limit: u64) -> Vec<(u64, u64)> {
+    use nix::unistd::{lseek, Whence};
+    let Ok(end) = i64::try_from(limit) else {
+        return vec![(0, limit)];
+    };
+    let mut out = Vec::new();
+    let mut at = 0i64;
+    while at < end {
+        let d = match lseek(f, at, Whence::SeekData) {
+            Ok(d) => d,
+            Err(nix::errno::Errno::ENXIO) => break,
+            Err(_) => return vec![(0, limit)],
+        };
+        if d >= end {
+            break;
+        }
+        let h = match lseek(f, d, Whence::SeekHole) {
+            Ok(h) => h.min(end),
+            Err(_) => return vec![(0, limit)],
+        };
+        if h <= d {
+            return vec![(0, limit)];
+        }
+        out.push((d as u64, h as u64));
+        at = h;
+    }
+    out
+}
+
+/// Copy `len` bytes of `src` from `src_at` into `dst` at `dst_at` (in the kernel where it can,
+/// else through a buffer), without reading them into memory whole.
+pub fn copy_bytes(src: &File, src_at: u64, dst: &File, dst_at: u64, len: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let (mut a, mut b, mut left) = (src_at, dst_at, len);
+    while left > 0 {
+        let n = left.min(1 << 30) as usize;
+        let (mut ia, mut ib) = (a as i64, b as i64);
+        match nix::fcntl::copy_file_range(src, Some(&mut ia), dst, Some(&mut ib), n) {
+            Ok(0) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the file ended while it was copied",
+                ))
+            }
+            Ok(k) => {
+                a += k as u64;
+                b += k as u64;
+                left -= k as u64;
+            }
+            Err(_) => {
+                let mut buf = vec![0u8; (1 << 20).min(left as usize)];
+                while left > 0 {
+                    let n = buf.len().min(left as usize);
+                    src.read_exact_at(&mut buf[..n], a)?;
+                    dst.write_all_at(&buf[..n], b)?;
+                    a += n as u64;
+                    b += n as u64;
+                    left -= n as u64;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Make `dst` (which must not exist) a copy of the first `keep` bytes of `src`, its holes kept
+/// as holes, zero-extended to `len`, with each `(position, bytes)` patch written over it; fsynced.
+pub fn write_copy(
+    src: &Path,
+    dst: &Path,
+    keep: u64,
+    len: u64,
+    patches: &[(u64, Vec<u8>)],
+) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let from = crate::format::entry::open_regular(src)?;
+    let src_len = from.metadata().map_err(|e| Error::io(src, e))?.len();
+    let keep = keep.min(src_len);
+    let to = create_new(dst)?;
+    for (a, b) in data_ranges(&from, keep) {
+        copy_bytes(&from, a, &to, a, b - a).map_err(|e| Error::io(dst, e))?;
+    }
+    to.set_len(len.max(keep)).map_err(|e| Error::io(dst, e))?;
+    for (at, bytes) in patches {
+        to.write_all_at(bytes, *at).map_err(|e| Error::io(dst, e))?;
+    }
+    to.sync_all().map_err(|e| Error::io(dst, e))
+}
+
+/// Save bytes `from..to` of `src` as the new file `dst`; fsynced.
+pub fn save_range(src: &Path, from: u64, to: u64, dst: &Path) -> Result<()> {
+    let f = crate::format::entry::open_regular(src)?;
+    let out = create_new(dst)?;
+    copy_bytes(&f, from, &out, 0, to.saturating_sub(from)).map_err(|e| Error::io(dst, e))?;
+    out.sync_all().map_err(|e| Error::io(dst, e))
+}
+
+/// Create a new file (its folder too); an existing one is an error, never overwritten.
+pub fn create_new(p: &Path) -> Result<File> {
+    if let Some(d) = p.parent() {
+        std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(p)
+        .map_err(|e| Error::io(p, e))
+}
+
+/// Write a small new file whole and fsync it.
+pub fn write_new(p: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut f = create_new(p)?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| Error::io(p, e))
+}
+
+/// Hard-link `from` to `to` (a symlink is linked as the symlink itself), copying a regular file
+/// when linking is not possible (another file system).
+pub fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+    if let Some(d) = to.parent() {
+        std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+    }
+    if std::fs::hard_link(from, to).is_ok() {
+        return Ok(());
+    }
+    let e = crate::format::entry::probe(from);
+    if e.symlink {
+        let target = std::fs::read_link(from).map_err(|x| Error::io(from, x))?;
+        return std::os::unix::fs::symlink(target, to).map_err(|x| Error::io(to, x));
+    }
+    let len = e.kind.len();
+    write_copy(from, to, len, len, &[])
 }
 
 /// fsync a folder (makes renames and new names inside it durable).

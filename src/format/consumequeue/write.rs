@@ -12,7 +12,8 @@ use crate::format::filename::offset_to_name;
 /// at QUEUEOFFSET*20, repeats skipped, pre-blank units before a queue that starts after 0, and
 /// every file extended to its full size at the end.
 pub struct QueueWriter {
-    dir: PathBuf,
+    /// `None`: count only (where the units would go), write nothing.
+    dir: Option<PathBuf>,
     file_size: u64,
     /// Stream position of the next unit; `None` before the first unit.
     pos: Option<u64>,
@@ -22,21 +23,49 @@ pub struct QueueWriter {
     max_physic_offset: i64,
     /// Files touched, by start offset, to extend to full size at the end.
     files: Vec<u64>,
+    /// Queue offset of the first unit put.
+    first: Option<u64>,
 }
 
 const CQ_FLUSH_BYTES: usize = 256 * 1024;
 
 impl QueueWriter {
     pub fn new(dir: PathBuf, file_size: u64) -> Self {
+        Self::with_dir(Some(dir), file_size)
+    }
+
+    /// A writer that only works out where each unit would go ([`Self::min_offset`],
+    /// [`Self::max_offset`]) and writes nothing.
+    pub fn counting(file_size: u64) -> Self {
+        Self::with_dir(None, file_size)
+    }
+
+    fn with_dir(dir: Option<PathBuf>, file_size: u64) -> Self {
         QueueWriter {
             dir,
-            file_size,
+            file_size: file_size.max(UNIT_SIZE as u64),
             pos: None,
             pending: Vec::new(),
             pending_start: 0,
             max_physic_offset: -1,
             files: Vec::new(),
+            first: None,
         }
+    }
+
+    /// The queue's min offset as the broker would find it: the first real unit.
+    pub fn min_offset(&self) -> u64 {
+        self.first.unwrap_or(0)
+    }
+
+    /// The queue's max offset: one past the last unit.
+    pub fn max_offset(&self) -> u64 {
+        self.pos.map_or(0, |p| p / UNIT_SIZE as u64)
+    }
+
+    /// Bytes put but not yet written.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending.len()
     }
 
     /// Put the unit of the record whose QUEUEOFFSET is `queue_offset`.
@@ -52,16 +81,19 @@ impl QueueWriter {
                 // at 0, filled with pre-blank units up to it (`fillPreBlank`).
                 let file_start = expected - expected % self.file_size;
                 self.pending_start = file_start;
-                let blank = CqUnit {
-                    offset: 0,
-                    size: PRE_BLANK_SIZE,
-                    tags_code: 0,
-                }
-                .to_bytes();
-                for _ in 0..(expected - file_start) / UNIT_SIZE as u64 {
-                    self.pending.extend_from_slice(&blank);
+                if self.dir.is_some() {
+                    let blank = CqUnit {
+                        offset: 0,
+                        size: PRE_BLANK_SIZE,
+                        tags_code: 0,
+                    }
+                    .to_bytes();
+                    for _ in 0..(expected - file_start) / UNIT_SIZE as u64 {
+                        self.pending.extend_from_slice(&blank);
+                    }
                 }
                 self.files.push(file_start);
+                self.first = Some(expected / UNIT_SIZE as u64);
                 expected
             }
         };
@@ -70,7 +102,9 @@ impl QueueWriter {
         }
         // Ahead of the write position the broker logs "[BUG]logic queue order maybe wrong" and
         // still appends at the write position; so do we.
-        self.pending.extend_from_slice(&unit.to_bytes());
+        if self.dir.is_some() {
+            self.pending.extend_from_slice(&unit.to_bytes());
+        }
         let next = pos + UNIT_SIZE as u64;
         self.pos = Some(next);
         self.max_physic_offset = unit.offset + unit.size as i64;
@@ -85,13 +119,14 @@ impl QueueWriter {
         Ok(())
     }
 
-    fn flush(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
+    /// Write what is pending (the writer goes on after it).
+    pub fn flush(&mut self) -> Result<()> {
+        let Some(dir) = self.dir.as_ref().filter(|_| !self.pending.is_empty()) else {
             return Ok(());
-        }
-        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        };
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
         let file_start = self.pending_start - self.pending_start % self.file_size;
-        let path = self.dir.join(offset_to_name(file_start));
+        let path = dir.join(offset_to_name(file_start));
         let mut f = OpenOptions::new()
             .create(true)
             .write(true)
@@ -101,6 +136,7 @@ impl QueueWriter {
         f.seek(SeekFrom::Start(self.pending_start - file_start))
             .and_then(|_| f.write_all(&self.pending))
             .map_err(|e| Error::io(&path, e))?;
+        self.pending_start += self.pending.len() as u64;
         self.pending.clear();
         Ok(())
     }
@@ -108,8 +144,11 @@ impl QueueWriter {
     /// Write what is pending and give every file its full size (pre-allocated zeros).
     pub fn finish(&mut self) -> Result<()> {
         self.flush()?;
+        let Some(dir) = self.dir.as_ref() else {
+            return Ok(());
+        };
         for &start in &self.files {
-            let path = self.dir.join(offset_to_name(start));
+            let path = dir.join(offset_to_name(start));
             let f = OpenOptions::new()
                 .create(true)
                 .write(true)
