@@ -1,4 +1,12 @@
 //! `rmqstore repair`: plan, then stage a repaired store and switch it in (or write it elsewhere).
+//!
+//! `--dry-run` prints the plan and writes nothing. `--out DIR` writes the repaired store to a new
+//! folder outside every store. `--in-place` holds the broker's lock for the whole run, stages
+//! the repaired store beside the original, checks that it verifies clean, and exchanges the two
+//! folders in one atomic rename; the old store stays beside it.
+//!
+//! Exit status: 0 repaired (or nothing to repair), 1 the repaired store still has errors (it is
+//! left for inspection, never switched in), 2 could not run.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -6,22 +14,27 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{output, ExitStatus, GeometryArgs};
-use crate::engine::repair::{stage, Manifest, STAGE_MARKER};
-use crate::engine::safedir::{ensure_not_live, failpoint, stamp, sync_dir};
+use crate::engine::repair::{apply, fixed_geometry, plan, Manifest, Plan, STAGE_MARKER};
+use crate::engine::safedir::{failpoint, finish_interrupted, stamp, switch_root, StoreLock};
+use crate::engine::verify::{verify, VerifyOptions};
 use crate::engine::Store;
+use crate::format::layout::ensure_outside_stores;
 
 #[derive(Debug, Args)]
 pub struct RepairArgs {
     /// The store root.
     pub store: PathBuf,
-    /// Print the plan and change nothing.
+    /// Print the plan and change nothing (nothing is written anywhere).
     #[arg(long)]
     pub dry_run: bool,
-    /// Write the repaired store to DIR (default: <STORE>/../<name>.repaired).
+    /// Write the repaired store to DIR, a new folder outside any store (default:
+    /// <STORE>/../<name>.repaired).
     #[arg(long, value_name = "DIR", conflicts_with = "in_place")]
     pub out: Option<PathBuf>,
-    /// Replace the store: the repaired copy is staged beside it and switched in atomically; the
-    /// old one stays as <name>.before-repair-<time> (its files are hard links, it costs no space).
+    /// Replace the store: the repaired copy is staged beside it, verified, and switched in
+    /// atomically while the broker's lock is held; the old one stays as
+    /// <name>.before-repair-<time> (its files are hard links: remove it once the broker runs,
+    /// it keeps the old files' space in use until then).
     #[arg(long)]
     pub in_place: bool,
     #[command(flatten)]
@@ -47,116 +60,134 @@ fn name_parent(root: &Path) -> (String, PathBuf) {
 pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let root = std::fs::canonicalize(&a.store).unwrap_or_else(|_| a.store.clone());
     let (name, parent) = name_parent(&root);
-    if a.in_place {
-        ensure_not_live(&root)?;
-        finish_interrupted(&root, &parent, &name)?;
-    }
+    let stage_prefix = format!(".{name}.repair-");
+    let before_prefix = format!("{name}.before-repair-");
+    // The lock is held from here to the end of the run.
+    let mut lock = if a.in_place {
+        let lock = StoreLock::acquire(&root)?;
+        finish_interrupted(&root, &stage_prefix, &before_prefix)?;
+        Some(lock)
+    } else if a.dry_run {
+        None
+    } else {
+        StoreLock::acquire_existing(&root)?
+    };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
+    let p = plan(&store)?;
+    if a.dry_run {
+        print(a, out, &p, None, None)?;
+        return Ok(ExitStatus::Success);
+    }
     let t = stamp();
     let repair_name = format!("repair-{t}");
-    let (staged_at, dest) = if a.dry_run {
-        let s = parent.join(format!(".{name}.repair-dry-{t}"));
-        (s, None)
-    } else if a.in_place {
-        (
-            parent.join(format!(".{name}.repair-{t}")),
-            Some(root.clone()),
-        )
+    let (stage, dest) = if a.in_place {
+        (parent.join(format!("{stage_prefix}{t}")), root.clone())
     } else {
         let d = a
             .out
             .clone()
             .unwrap_or_else(|| parent.join(format!("{name}.repaired")));
-        (d.clone(), Some(d))
+        ensure_outside_stores(&d, "--out", false)?;
+        (d.clone(), d)
     };
-    let manifest = match stage(&store, &staged_at, &repair_name) {
+    let manifest = match apply(&store, &p, &stage, &repair_name) {
         Ok(m) => m,
         Err(e) => {
-            if a.dry_run || a.in_place {
-                let _ = std::fs::remove_dir_all(&staged_at);
+            // Only a folder this run made, still marked as a stage, is removed.
+            if stage.join(STAGE_MARKER).exists() {
+                let _ = std::fs::remove_dir_all(&stage);
             }
             return Err(e.into());
         }
     };
     failpoint("repair-staged");
-    if a.dry_run {
-        std::fs::remove_dir_all(&staged_at)?;
-    } else if a.in_place {
-        nix::fcntl::renameat2(
-            nix::fcntl::AT_FDCWD,
-            &staged_at,
-            nix::fcntl::AT_FDCWD,
-            &root,
-            nix::fcntl::RenameFlags::RENAME_EXCHANGE,
-        )
-        .map_err(std::io::Error::from)?;
-        failpoint("repair-exchanged");
-        let before = parent.join(format!("{name}.before-repair-{t}"));
-        std::fs::rename(&staged_at, &before)?;
-        let _ = std::fs::remove_file(root.join(STAGE_MARKER));
-        sync_dir(&parent)?;
-    } else {
-        let _ = std::fs::remove_file(staged_at.join(STAGE_MARKER));
+    let staged = Store::open(&stage, &fixed_geometry(&store))?;
+    let check = verify(&staged, &VerifyOptions::default(), None)?;
+    if !check.summary.healthy {
+        let first: Vec<String> = check
+            .findings
+            .iter()
+            .filter(|f| f.severity == crate::format::finding::Severity::Error)
+            .take(5)
+            .map(|f| format!("{} {} @ {}: {}", f.code, f.file.display(), f.offset, f.message))
+            .collect();
+        writeln!(
+            out,
+            "the repaired store at {} still has {} error(s); it was not switched in:\n  {}",
+            stage.display(),
+            check.summary.errors,
+            first.join("\n  ")
+        )?;
+        return Ok(ExitStatus::Findings);
     }
-    print(a, out, &manifest, dest.as_deref(), &repair_name)?;
-    Ok(ExitStatus::Success)
-}
-
-/// Finish what an interrupted `--in-place` run left: a stage folder that was switched in (the
-/// store then holds the marker) or not (the stage still holds it).
-fn finish_interrupted(root: &Path, parent: &Path, name: &str) -> anyhow::Result<()> {
-    let _ = std::fs::remove_file(root.join(STAGE_MARKER));
-    let prefix = format!(".{name}.repair-");
-    for e in std::fs::read_dir(parent)?.flatten() {
-        let n = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = n.strip_prefix(&prefix) else {
-            continue;
-        };
-        if e.path().join(STAGE_MARKER).exists() {
-            // never switched in: only derived data and links to the store's own files
-            std::fs::remove_dir_all(e.path())?;
-        } else {
-            // the old store, switched out before the run was interrupted
-            std::fs::rename(
-                e.path(),
-                parent.join(format!("{name}.before-repair-{rest}")),
-            )?;
+    drop(staged);
+    if a.in_place {
+        // The staged `lock` is a link to the store's, already held; were it a copy, it is
+        // locked too, so a broker starting right after the exchange is refused.
+        if let Some(l) = lock.as_mut() {
+            l.add(&stage)?;
         }
+        let before = parent.join(format!("{before_prefix}{t}"));
+        switch_root(&root, &stage, &before)?;
+        print(a, out, &p, Some(&manifest), Some((&dest, &repair_name)))?;
+        writeln!(
+            out,
+            "the old store is at {} (hard links: remove it once the broker runs on the repaired one)",
+            before.display()
+        )
+        .ok();
+    } else {
+        let _ = std::fs::remove_file(stage.join(STAGE_MARKER));
+        crate::engine::safedir::sync_dir(&stage)?;
+        print(a, out, &p, Some(&manifest), Some((&dest, &repair_name)))?;
     }
-    Ok(())
+    drop(lock);
+    Ok(ExitStatus::Success)
 }
 
 fn print(
     a: &RepairArgs,
     out: &mut dyn Write,
-    m: &Manifest,
-    dest: Option<&Path>,
-    repair_name: &str,
+    p: &Plan,
+    m: Option<&Manifest>,
+    dest: Option<(&Path, &str)>,
 ) -> anyhow::Result<()> {
+    let removed: u64 = m.map_or(0, |m| {
+        m.removed
+            .iter()
+            .filter(|r| r.saved_as.is_some())
+            .map(|r| r.length)
+            .sum()
+    });
+    let (salvaged_records, salvaged_bytes) = m.map_or((p.salvage_records, p.salvage_bytes), |m| {
+        (m.salvaged_records, m.salvaged_bytes)
+    });
+    let kept = m.map_or(p.messages_kept, |m| m.messages_kept);
     if a.json {
-        for act in &m.actions {
+        for act in &p.actions {
             output::json_line(out, act)?;
         }
         output::json_line(
             out,
             &serde_json::json!({"summary": {
                 "dry_run": a.dry_run,
-                "actions": m.actions.len(),
-                "cut": m.cut,
-                "messages_kept": m.messages_kept,
-                "salvaged_records": m.salvaged_records,
-                "salvaged_bytes": m.salvaged_bytes,
-                "removed_bytes": m.removed.iter().map(|r| r.length).sum::<u64>(),
-                "store": dest.map(|d| d.display().to_string()),
-                "repair_folder": dest.map(|d| d.join(repair_name).display().to_string()),
+                "actions": p.actions.len(),
+                "cut": p.cut,
+                "headers_mended": p.headers.len(),
+                "messages_kept": kept,
+                "salvaged_records": salvaged_records,
+                "salvaged_bytes": salvaged_bytes,
+                "removed_bytes": removed,
+                "store": dest.map(|(d, _)| d.display().to_string()),
+                "repair_folder": dest.map(|(d, r)| d.join(r).display().to_string()),
             }}),
         )?;
         return Ok(());
     }
-    if m.actions.is_empty() {
+    if p.is_empty() {
         writeln!(out, "nothing to repair: the store is consistent")?;
     }
-    for (i, act) in m.actions.iter().enumerate() {
+    for (i, act) in p.actions.iter().enumerate() {
         writeln!(out, "{}. {}", i + 1, act.problem)?;
         writeln!(
             out,
@@ -165,19 +196,20 @@ fn print(
         )?;
     }
     match dest {
-        None => writeln!(out, "dry run: nothing was changed")?,
-        Some(d) => {
+        None => writeln!(
+            out,
+            "dry run: nothing was changed ({kept} messages would stay in the commitlog, {salvaged_records} would be salvaged)"
+        )?,
+        Some((d, r)) => {
             writeln!(
                 out,
-                "repaired store: {} ({} messages)",
-                d.display(),
-                m.messages_kept
+                "repaired store: {} ({kept} messages); it verifies clean",
+                d.display()
             )?;
             writeln!(
                 out,
-                "removed bytes, salvaged records ({}) and the manifest: {}",
-                m.salvaged_records,
-                d.join(repair_name).display()
+                "removed bytes ({removed}), salvaged records ({salvaged_records}) and the manifest: {}",
+                d.join(r).display()
             )?;
         }
     }

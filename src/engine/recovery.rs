@@ -399,16 +399,9 @@ pub fn has_index_keys(m: &MessageRef<'_>) -> bool {
 /// a message magic whose record parses and whose PHYSICALOFFSET is its position, or a blank
 /// magic whose TOTALSIZE is exactly the bytes left.
 pub fn resync(buf: &[u8], from: usize, file_start: u64) -> Option<usize> {
-    let v1 = MAGIC_V1.to_be_bytes();
-    let v2 = MAGIC_V2.to_be_bytes();
-    let blank = crate::format::commitlog::BLANK_MAGIC.to_be_bytes();
     let mut q = from;
     loop {
-        let hay = buf.get(q.checked_add(4)?..)?;
-        let i = hay
-            .windows(4)
-            .position(|w| w == v1 || w == v2 || w == blank)?;
-        let cand = q + i;
+        let cand = crate::format::commitlog::read::next_magic(buf, q, true)?;
         match parse_record(buf, cand, file_start, false) {
             Ok(Record::Message(m)) if m.physical_offset == (file_start + cand as u64) as i64 => {
                 return Some(cand)

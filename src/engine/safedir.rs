@@ -184,6 +184,85 @@ impl StoreLock {
     pub fn root(&self) -> &Path {
         &self.root
     }
+
+    /// For a run that writes elsewhere but reads the whole store: hold the store's lock when
+    /// it has a `lock` file (so no broker starts on it meanwhile), without creating one; a live
+    /// store is refused either way.
+    pub fn acquire_existing(root: &Path) -> Result<Option<StoreLock>> {
+        let found = crate::format::entry::probe(&root.join(paths::LOCK));
+        if found.kind.is_file() && !found.symlink {
+            StoreLock::acquire(root).map(Some)
+        } else {
+            ensure_not_live(root).map(|_| None)
+        }
+    }
+}
+
+/// Marker file inside a stage folder: present while it is built, and in the store after an
+/// exchange until the run that made it finishes.
+pub const STAGE_MARKER: &str = ".rmqstore-stage";
+
+/// Switch `stage`, a complete and synced store folder beside `root` (same parent), in as
+/// `root` by one atomic exchange (`renameat2(RENAME_EXCHANGE)`); the old store ends at
+/// `before`. At every moment `root` is either the old store or the new one, complete. The
+/// new store keeps the stage marker until [`finish_switch`].
+pub fn switch_root(root: &Path, stage: &Path, before: &Path) -> Result<()> {
+    nix::fcntl::renameat2(
+        nix::fcntl::AT_FDCWD,
+        stage,
+        nix::fcntl::AT_FDCWD,
+        root,
+        nix::fcntl::RenameFlags::RENAME_EXCHANGE,
+    )
+    .map_err(|e| Error::io(root, e.into()))?;
+    failpoint("root-exchanged");
+    std::fs::rename(stage, before).map_err(|e| Error::io(before, e))?;
+    finish_switch(root)
+}
+
+/// The last step of a switch: the marker goes, the parent folder is synced.
+pub fn finish_switch(root: &Path) -> Result<()> {
+    match std::fs::remove_file(root.join(STAGE_MARKER)) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(root, e)),
+    }
+    sync_dir(root)?;
+    if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+        sync_dir(parent)?;
+    }
+    Ok(())
+}
+
+/// Finish or undo what an interrupted switch left beside `root`: stage folders named
+/// `<stage_prefix><t>` that still hold the marker were never switched in (only links to the
+/// store's files and derived data: removed); one without it is the old store, switched out
+/// before the run ended: renamed to `<before_prefix><t>`. A marker in `root` itself means the
+/// switch happened: it is removed.
+pub fn finish_interrupted(root: &Path, stage_prefix: &str, before_prefix: &str) -> Result<()> {
+    let parent = root
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    finish_switch(root)?;
+    for e in std::fs::read_dir(parent).map_err(|e| Error::io(parent, e))? {
+        let e = e.map_err(|e| Error::io(parent, e))?;
+        let n = e.file_name().to_string_lossy().into_owned();
+        let Some(rest) = n.strip_prefix(stage_prefix) else {
+            continue;
+        };
+        let p = e.path();
+        if crate::format::entry::probe(&p).kind != crate::format::entry::Kind::Dir {
+            continue;
+        }
+        if p.join(STAGE_MARKER).exists() {
+            std::fs::remove_dir_all(&p).map_err(|x| Error::io(&p, x))?;
+        } else {
+            let to = parent.join(format!("{before_prefix}{rest}"));
+            std::fs::rename(&p, &to).map_err(|x| Error::io(&to, x))?;
+        }
+    }
+    sync_dir(parent)
 }
 
 impl Drop for StoreLock {

@@ -84,6 +84,27 @@ pub fn parse_record(
     Ok(Record::Message(msg))
 }
 
+/// The start of the next record whose magic code lies at or after `from + 4`: a message magic
+/// (and, with `with_blank`, the blank magic). One forward pass over the bytes (SIMD byte search
+/// for the magics' first bytes), so a scan that resumes after each candidate is linear.
+pub fn next_magic(buf: &[u8], from: usize, with_blank: bool) -> Option<usize> {
+    let mut at = from.checked_add(4)?;
+    loop {
+        let hay = buf.get(at..)?;
+        let i = if with_blank {
+            memchr::memchr2(0xDA, 0xCB, hay)?
+        } else {
+            memchr::memchr(0xDA, hay)?
+        };
+        let p = at + i;
+        match buf.get(p..p + 4)? {
+            [0xDA, 0xA3, 0x20, 0xA7 | 0xAB] => return Some(p - 4),
+            [0xCB, 0xD4, 0x31, 0x94] if with_blank => return Some(p - 4),
+            _ => at = p + 1,
+        }
+    }
+}
+
 fn parse_host(c: &mut Cursor<'_>, v6: bool, what: &'static str) -> Result<Host, ParseError> {
     if v6 {
         let a: [u8; 16] = c.array(what)?;
