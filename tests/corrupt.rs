@@ -159,18 +159,6 @@ fn assert_note(v: &Value, needles: &[&str]) {
     );
 }
 
-/// `info` failed (exit 2) and said which file.
-fn assert_info_names(root: &Path, file: &Path) {
-    let r = info(root);
-    assert_eq!(r.code, 2, "expected exit 2 for {}", file.display());
-    assert!(
-        r.stderr.contains(&file.display().to_string()),
-        "stderr does not name {}: {}",
-        file.display(),
-        r.stderr
-    );
-}
-
 fn queue_json<'a>(v: &'a Value, topic: &str, qid: i32) -> &'a Value {
     v["topics"]
         .as_array()

@@ -180,6 +180,9 @@ fn counts(plan: &ExportPlan) -> serde_json::Map<String, serde_json::Value> {
 }
 
 pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if a.out.as_os_str() != "-" {
+        crate::format::layout::ensure_outside_stores(&a.out, "--out", false)?;
+    }
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     let engine = open_engine(
         store,

@@ -44,6 +44,7 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.cq_file_units == 0 || a.index_slots == 0 || a.index_entries < 2 {
         anyhow::bail!("--cq-file-units and --index-slots must be > 0, --index-entries > 1");
     }
+    crate::format::layout::ensure_outside_stores(&a.dir, "the store to generate", false)?;
     let geometry = resolve(&GeometryInputs {
         flags: GeometryOverrides {
             commitlog_file_size: Some(a.commitlog_file_size),

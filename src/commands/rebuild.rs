@@ -1,4 +1,13 @@
 //! `rmqstore rebuild`: regenerate consume queues and index files from the commitlog.
+//!
+//! `--out DIR` writes them to a folder outside every store. `--in-place` holds the broker's lock
+//! for the whole run, stages a copy of the store beside it (every other file hard-linked) with
+//! the new folders, and switches it in by one atomic exchange, so the consume queues and the
+//! index change together or not at all. It refuses a store whose commitlog walk stops before
+//! records that exist (a rebuild would take them out of the broker's reach: run `repair`), or
+//! that holds records whose header names no queue folder, unless `--force`.
+//!
+//! Exit status: 0 rebuilt, 1 refused (damage: see `repair`), 2 could not run.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -9,9 +18,12 @@ use clap::Args;
 use super::{output, ExitStatus, GeometryArgs};
 use crate::engine::index::IndexNaming;
 use crate::engine::rebuild::{rebuild, RebuildOptions, RebuildSummary};
-use crate::engine::safedir::{ensure_not_live, failpoint, stamp, swap_in, sync_tree};
+use crate::engine::safedir::{
+    failpoint, finish_interrupted, stamp, switch_root, sync_tree, StoreLock, STAGE_MARKER,
+};
 use crate::engine::store::paths;
 use crate::engine::Store;
+use crate::format::layout::ensure_outside_stores;
 
 #[derive(Debug, Args)]
 pub struct RebuildArgs {
@@ -23,13 +35,18 @@ pub struct RebuildArgs {
     /// Rebuild the index files.
     #[arg(long)]
     pub index: bool,
-    /// Write the rebuilt folders to DIR (default: <STORE>/../<name>.rebuilt).
+    /// Write the rebuilt folders to DIR, outside any store (default: <STORE>/../<name>.rebuilt).
     #[arg(long, value_name = "DIR", conflicts_with = "in_place")]
     pub out: Option<PathBuf>,
-    /// Replace the store's folders: build beside them, fsync, switch atomically, keep the old
-    /// ones in <STORE>/rmqstore-backup-<time>/. Refuses while a broker runs on the store.
+    /// Replace the store's folders: build a copy beside the store, fsync, switch it in by one
+    /// atomic exchange while the broker's lock is held; the old folders are kept in
+    /// <STORE>/rmqstore-backup-<time>/. Refuses while a broker runs on the store.
     #[arg(long)]
     pub in_place: bool,
+    /// With --in-place: rebuild even when the commitlog is damaged before records that exist
+    /// (they are left out of the rebuilt queues; `repair` keeps them).
+    #[arg(long, requires = "in_place")]
+    pub force: bool,
     /// Only these topics (repeatable).
     #[arg(long = "topic", value_name = "T")]
     pub topics: Vec<String>,
@@ -40,12 +57,36 @@ pub struct RebuildArgs {
     pub json: bool,
 }
 
-/// Work folders of in-place rebuilds. One left by an interrupted run may hold the store's old
-/// folder (when it was interrupted right after the switch), so a rerun keeps it in the backup.
-const WORK_PREFIX: &str = ".rmqstore-rebuild-";
-
 pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let root = if a.in_place {
+        std::fs::canonicalize(&a.store).unwrap_or_else(|_| a.store.clone())
+    } else {
+        a.store.clone()
+    };
+    let (name, parent) = name_parent(&root);
+    let stage_prefix = format!(".{name}.rebuild-");
+    let before_prefix = format!("{name}.before-rebuild-");
+    let lock = if a.in_place {
+        let l = StoreLock::acquire(&root)?;
+        finish_interrupted(&root, &stage_prefix, &before_prefix)?;
+        // An old store switched out by a run that ended before keeping its folders.
+        for e in std::fs::read_dir(&parent)? {
+            let e = e?;
+            let n = e.file_name().to_string_lossy().into_owned();
+            if let Some(t) = n.strip_prefix(&before_prefix) {
+                let all = RebuildOptions {
+                    consumequeue: true,
+                    index: true,
+                    ..RebuildOptions::for_geometry(Default::default())
+                };
+                keep_old_folders(&root, &e.path(), &all, &format!("rmqstore-backup-{t}"))?;
+            }
+        }
+        Some(l)
+    } else {
+        None
+    };
+    let store = Store::open(&root, &a.geometry.inputs()?)?;
     let both = !a.consumequeue && !a.index;
     let opts = RebuildOptions {
         geometry: store.geometry.clone(),
@@ -58,16 +99,34 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let pb = output::progress(total, "rebuilding");
     let progress = |b: u64| pb.set_position(b);
     let started = std::time::Instant::now();
-    let (summary, dest) = if a.in_place {
-        ensure_not_live(&store.root)?;
-        let s = rebuild_in_place(&store, &opts, &progress)?;
-        (s, store.root.clone())
-    } else {
-        let dest = match &a.out {
-            Some(d) => d.clone(),
-            None => default_out(&store.root),
-        };
-        (rebuild(&store, &dest, &opts, &progress)?, dest)
+    let (summary, dest) = match lock {
+        Some(mut lock) => {
+            let stage = parent.join(format!("{stage_prefix}{}", stamp()));
+            let summary = stage_rebuild(&store, &opts, &stage, &progress)?;
+            if !a.force && (summary.records_after_stop > 0 || summary.refused > 0) {
+                std::fs::remove_dir_all(&stage)?;
+                pb.finish_and_clear();
+                print_refusal(&summary, out)?;
+                return Ok(ExitStatus::Findings);
+            }
+            lock.add(&stage)?;
+            failpoint("rebuild-staged");
+            let t = stamp();
+            let before = parent.join(format!("{before_prefix}{t}"));
+            switch_root(&root, &stage, &before)?;
+            failpoint("rebuild-switched");
+            keep_old_folders(&root, &before, &opts, &format!("rmqstore-backup-{t}"))?;
+            drop(lock);
+            (summary, root.clone())
+        }
+        None => {
+            let dest = match &a.out {
+                Some(d) => d.clone(),
+                None => parent.join(format!("{name}.rebuilt")),
+            };
+            ensure_outside_stores(&dest, "--out", false)?;
+            (rebuild(&store, &dest, &opts, &progress)?, dest)
+        }
     };
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
@@ -105,55 +164,131 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             dest.display()
         )?;
         if let Some(s) = &summary.stopped_early {
-            writeln!(out, "note: the commitlog walk stopped early: {s}")?;
+            writeln!(
+                out,
+                "note: the commitlog walk stopped early: {s}; {} records after it are not in the \
+                 rebuilt queues (`rmqstore repair` keeps them)",
+                summary.records_after_stop
+            )?;
+        }
+        if summary.refused > 0 {
+            writeln!(
+                out,
+                "note: {} records name no queue folder (damaged headers, the first at commitlog \
+                 offset {}): they got no unit (`rmqstore verify` names them)",
+                summary.refused,
+                summary.first_refused.unwrap_or(0)
+            )?;
         }
     }
     Ok(ExitStatus::Success)
 }
 
-fn default_out(root: &Path) -> PathBuf {
+fn name_parent(root: &Path) -> (String, PathBuf) {
     let name = root
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "store".into());
-    root.parent()
+    let parent = root
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
-        .join(format!("{name}.rebuilt"))
+        .to_path_buf();
+    (name, parent)
 }
 
-/// Build into a work folder inside the store, fsync it, then switch each folder in atomically;
-/// the old folders go to `rmqstore-backup-<time>/`. A crash at any point leaves every folder
-/// complete in its old or new form; a rerun removes the work folders of interrupted runs.
-fn rebuild_in_place(
+fn print_refusal(s: &RebuildSummary, out: &mut dyn Write) -> std::io::Result<()> {
+    if let Some(stop) = &s.stopped_early {
+        writeln!(
+            out,
+            "refused: the commitlog walk stops early ({stop}) with {} records after it: a \
+             rebuild in place would take them out of the consume queues for good",
+            s.records_after_stop
+        )?;
+    }
+    if s.refused > 0 {
+        writeln!(
+            out,
+            "refused: {} records have a damaged header (the first at commitlog offset {})",
+            s.refused,
+            s.first_refused.unwrap_or(0)
+        )?;
+    }
+    writeln!(
+        out,
+        "run `rmqstore repair` (it keeps every record), or rebuild anyway with --force"
+    )
+}
+
+/// A copy of `store` at `stage` with its consume queues and/or index rebuilt and every other
+/// entry hard-linked; fsynced, marked as a stage.
+fn stage_rebuild(
     store: &Store,
     opts: &RebuildOptions,
+    stage: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> anyhow::Result<RebuildSummary> {
-    let root = &store.root;
-    let t = stamp();
-    let backup = root.join(format!("rmqstore-backup-{t}"));
-    for e in std::fs::read_dir(root)? {
+    std::fs::create_dir_all(stage)?;
+    crate::engine::safedir::write_new(&stage.join(STAGE_MARKER), b"")?;
+    let rebuilt = |n: &str| {
+        (opts.consumequeue && n == paths::CONSUMEQUEUE) || (opts.index && n == paths::INDEX)
+    };
+    for e in std::fs::read_dir(&store.root)? {
         let e = e?;
-        let name = e.file_name().to_string_lossy().into_owned();
-        if let Some(rest) = name.strip_prefix(WORK_PREFIX) {
-            std::fs::create_dir_all(&backup)?;
-            std::fs::rename(e.path(), backup.join(format!("interrupted-{rest}")))?;
+        let n = e.file_name();
+        if n == STAGE_MARKER || n.to_str().is_some_and(rebuilt) {
+            continue;
         }
+        crate::engine::safedir::link_all(&e.path(), &stage.join(&n))?;
     }
-    let work = root.join(format!("{WORK_PREFIX}{t}"));
-    let summary = rebuild(store, &work, opts, progress)?;
-    failpoint("rebuild-built");
-    sync_tree(&work)?;
-    failpoint("rebuild-synced");
+    let summary = match rebuild(store, stage, opts, progress) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(stage);
+            return Err(e.into());
+        }
+    };
+    sync_tree(stage)?;
+    Ok(summary)
+}
+
+/// After the switch: the old consume queue and index folders go to `root/<backup>/`; the rest
+/// of the old store held only links to the files the new one has, and those links are dropped
+/// (anything not such a link stays where it is, and is named).
+fn keep_old_folders(
+    root: &Path,
+    before: &Path,
+    opts: &RebuildOptions,
+    backup: &str,
+) -> anyhow::Result<()> {
+    let dir = root.join(backup);
+    std::fs::create_dir_all(&dir)?;
     for (flag, name) in [
         (opts.consumequeue, paths::CONSUMEQUEUE),
         (opts.index, paths::INDEX),
     ] {
-        if flag {
-            swap_in(root, name, &work.join(name), &backup)?;
-            failpoint(&format!("rebuild-swapped-{name}"));
+        let old = before.join(name);
+        let same = |a: &Path, b: &Path| {
+            use std::os::unix::fs::MetadataExt;
+            match (std::fs::symlink_metadata(a), std::fs::symlink_metadata(b)) {
+                (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+                _ => false,
+            }
+        };
+        // A folder that was not rebuilt is a link tree of the new store's: dropped below.
+        if flag && old.exists() && !same(&old, &root.join(name)) {
+            std::fs::rename(&old, dir.join(name))?;
         }
     }
-    std::fs::remove_dir_all(&work)?;
-    Ok(summary)
+    crate::engine::safedir::sync_dir(&dir)?;
+    let left = crate::engine::safedir::drop_links(before, root)?;
+    if !left.is_empty() {
+        eprintln!(
+            "rmqstore: note: {} entries of the old store are not links of the new one and stay in {}",
+            left.len(),
+            before.display()
+        );
+    }
+    crate::engine::safedir::sync_dir(root)?;
+    Ok(())
 }

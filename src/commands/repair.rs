@@ -109,7 +109,15 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             .iter()
             .filter(|f| f.severity == crate::format::finding::Severity::Error)
             .take(5)
-            .map(|f| format!("{} {} @ {}: {}", f.code, f.file.display(), f.offset, f.message))
+            .map(|f| {
+                format!(
+                    "{} {} @ {}: {}",
+                    f.code,
+                    f.file.display(),
+                    f.offset,
+                    f.message
+                )
+            })
             .collect();
         writeln!(
             out,

@@ -363,6 +363,8 @@ impl QueueView {
 struct Overlay {
     dir: Option<PathBuf>,
     writer: Option<StoreWriter>,
+    /// The overlay store's lock, held while the engine may write it.
+    lock: Option<super::safedir::StoreLock>,
     start: u64,
     next: u64,
     records: BTreeMap<u64, Vec<u8>>,
@@ -460,6 +462,7 @@ impl Engine {
             overlay: Overlay {
                 dir: overlay.map(Path::to_path_buf),
                 writer: None,
+                lock: None,
                 start: round_up(log.end, file_size),
                 next: round_up(log.end, file_size),
                 records: BTreeMap::new(),
@@ -636,6 +639,13 @@ impl Engine {
         let Some(dir) = self.overlay.dir.clone() else {
             return Ok(());
         };
+        if writable {
+            // The overlay is a store of its own: never inside another one, and locked as a
+            // broker locks its store while this engine may write it.
+            crate::format::layout::ensure_outside_stores(&dir, "the overlay", true)?;
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            self.overlay.lock = Some(super::safedir::StoreLock::acquire(&dir)?);
+        }
         let cl_dir = dir.join(paths::COMMITLOG);
         let existing = if cl_dir.is_dir() {
             Commitlog::open(&cl_dir)?

@@ -175,7 +175,9 @@ impl Judgement {
     /// The damaged fields of the record at `offset`.
     pub fn at(&self, offset: u64) -> impl Iterator<Item = &DamagedHeader> {
         let i = self.damaged.partition_point(|d| d.offset < offset);
-        self.damaged[i..].iter().take_while(move |d| d.offset == offset)
+        self.damaged[i..]
+            .iter()
+            .take_while(move |d| d.offset == offset)
     }
 
     pub fn is_damaged(&self, offset: u64) -> bool {
@@ -521,7 +523,10 @@ mod tests {
     #[test]
     fn neighbours_prove_a_queue_offset_and_a_missing_offset_finds_its_record() {
         // T/0: 4 at 100, 9999 at 200, 6 at 300.
-        let gaps = [gap("T", 0, 5, 9999, 200, 100), gap("T", 0, 10000, 6, 300, 200)];
+        let gaps = [
+            gap("T", 0, 5, 9999, 200, 100),
+            gap("T", 0, 10000, 6, 300, 200),
+        ];
         let j = judge(&[], &[], &gaps, &[]);
         assert_eq!(j.damaged.len(), 1);
         assert_eq!(j.damaged[0].field, Field::QueueOffset);

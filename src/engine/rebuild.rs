@@ -40,6 +40,19 @@ pub struct RebuildOptions {
     pub index_naming: IndexNaming,
 }
 
+impl RebuildOptions {
+    /// Both parts, all topics, index files named in local time (as the broker names them).
+    pub fn for_geometry(geometry: Geometry) -> Self {
+        RebuildOptions {
+            geometry,
+            consumequeue: true,
+            index: true,
+            topics: None,
+            index_naming: IndexNaming::Local,
+        }
+    }
+}
+
 /// New bytes for a record: `bytes` replace the record's bytes from `at` (a repair's proven
 /// header fix).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -144,9 +157,9 @@ fn walk_kept(
             break;
         }
         let map = seg.map()?;
-        let limit = src
-            .end
-            .map_or(map.len(), |e| (e - seg.start).min(map.len() as u64) as usize);
+        let limit = src.end.map_or(map.len(), |e| {
+            (e - seg.start).min(map.len() as u64) as usize
+        });
         let buf = map.get(..limit).unwrap_or(&map);
         let walk = recovery::walk_file(buf, seg, &WalkOptions::default(), |m, place| {
             if place != RecordPlace::Chain || failed.is_some() {
@@ -300,11 +313,7 @@ fn build_queues(
 }
 
 /// Index the kept records into `out_root/index/`: (files written, indexMsgTimestamp).
-fn build_index(
-    src: &Source<'_>,
-    opts: &RebuildOptions,
-    out_root: &Path,
-) -> Result<(usize, i64)> {
+fn build_index(src: &Source<'_>, opts: &RebuildOptions, out_root: &Path) -> Result<(usize, i64)> {
     let mut ix = IndexBuilder::new(
         out_root.join(paths::INDEX),
         &opts.geometry,

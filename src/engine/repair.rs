@@ -189,7 +189,12 @@ fn stop_reason(w: &FileWalk) -> String {
     let at = w.stop_pos;
     let p = w.problems.iter().find(|p| p.pos() == at);
     match (w.stop, p) {
-        (StopReason::CrcMismatch, Some(WalkProblem::CrcMismatch { stored, computed, .. })) => {
+        (
+            StopReason::CrcMismatch,
+            Some(WalkProblem::CrcMismatch {
+                stored, computed, ..
+            }),
+        ) => {
             format!("body CRC mismatch (BODYCRC {stored}, the body's CRC is {computed})")
         }
         (StopReason::BadRecord, Some(WalkProblem::BadRecord { detail, .. })) => {
@@ -199,7 +204,9 @@ fn stop_reason(w: &FileWalk) -> String {
             format!("a schedule record whose DELAY {value:?} is not a number")
         }
         (StopReason::ZeroHole, _) => "zeros where a record should start, records after them".into(),
-        (StopReason::EndOfData, _) => "the data ends without a blank record, and later files hold data".into(),
+        (StopReason::EndOfData, _) => {
+            "the data ends without a blank record, and later files hold data".into()
+        }
         (s, _) => format!("{s:?}"),
     }
 }
@@ -269,13 +276,19 @@ pub fn plan(store: &Store) -> Result<Plan> {
             break;
         }
         if w.stop_pos > limit {
-            cut = Some((i, limit, format!("records run past the file size {size}"), true));
+            cut = Some((
+                i,
+                limit,
+                format!("records run past the file size {size}"),
+                true,
+            ));
             break;
         }
         if w.stop == StopReason::Blank {
             continue;
         }
-        let later = (i + 1..segs.len()).any(|j| has_data(report.walks.get(j).and_then(Option::as_ref)));
+        let later =
+            (i + 1..segs.len()).any(|j| has_data(report.walks.get(j).and_then(Option::as_ref)));
         if later {
             cut = Some((i, stop, stop_reason(w), true));
         }
@@ -375,9 +388,15 @@ pub fn plan(store: &Store) -> Result<Plan> {
                     });
                 }
             }
-            if w.problems.iter().any(|p| matches!(p, WalkProblem::BlankSize { .. })) {
+            if w.problems
+                .iter()
+                .any(|p| matches!(p, WalkProblem::BlankSize { .. }))
+            {
                 actions.push(Action {
-                    problem: format!("{}: the blank record's size is not the bytes left", rel(store, &seg.path)),
+                    problem: format!(
+                        "{}: the blank record's size is not the bytes left",
+                        rel(store, &seg.path)
+                    ),
                     action: "write the size the broker writes (the bytes left in the file)".into(),
                     messages: 0,
                     bytes: 0,
@@ -396,12 +415,17 @@ pub fn plan(store: &Store) -> Result<Plan> {
         .collect();
     for d in maps_needed {
         let Some(fix) = &d.fix else { continue };
-        let Some(i) = segs.iter().position(|s| d.offset >= s.start && d.offset < s.start + s.len) else {
+        let Some(i) = segs
+            .iter()
+            .position(|s| d.offset >= s.start && d.offset < s.start + s.len)
+        else {
             continue;
         };
         let seg = &segs[i];
         let map = seg.map()?;
-        let Ok(Record::Message(m)) = parse_record(&map, (d.offset - seg.start) as usize, seg.start, false) else {
+        let Ok(Record::Message(m)) =
+            parse_record(&map, (d.offset - seg.start) as usize, seg.start, false)
+        else {
             continue;
         };
         let Some((at, new)) = field_patch(&m, d.field, &fix.value) else {
@@ -427,7 +451,9 @@ pub fn plan(store: &Store) -> Result<Plan> {
         });
         file_patches.entry(i).or_default().push((position, new));
         if fates[i] == Fate::Keep {
-            fates[i] = Fate::Rewrite { keep: seg.len.min(size) };
+            fates[i] = Fate::Rewrite {
+                keep: seg.len.min(size),
+            };
         }
         actions.push(Action {
             problem: format!(
@@ -436,7 +462,12 @@ pub fn plan(store: &Store) -> Result<Plan> {
                 d.field.name(),
                 d.found
             ),
-            action: format!("write {} {} back ({})", d.field.name(), fix.value, fix.evidence),
+            action: format!(
+                "write {} {} back ({})",
+                d.field.name(),
+                fix.value,
+                fix.evidence
+            ),
             messages: 1,
             bytes: 0,
         });
@@ -446,7 +477,10 @@ pub fn plan(store: &Store) -> Result<Plan> {
     // The cut, the files after it, and what can be salvaged from them.
     let (salvage_records, salvage_bytes) = match &cut {
         Some(c) => {
-            let i = segs.iter().position(|s| rel(store, &s.path) == c.file).unwrap_or(0);
+            let i = segs
+                .iter()
+                .position(|s| rel(store, &s.path) == c.file)
+                .unwrap_or(0);
             salvage_scan(store, i, c.position, |_, _| Ok(()))?
         }
         None => (0, 0),
@@ -454,7 +488,10 @@ pub fn plan(store: &Store) -> Result<Plan> {
     if let Some(c) = &cut {
         let moved = fates.iter().filter(|f| **f == Fate::Out).count();
         actions.push(Action {
-            problem: format!("commitlog unreadable from {} byte {}: {}", c.file, c.position, c.reason),
+            problem: format!(
+                "commitlog unreadable from {} byte {}: {}",
+                c.file, c.position, c.reason
+            ),
             action: format!(
                 "cut there as the broker's recovery would; move {moved} later file(s) and the \
                  bytes after the cut to the repair folder"
@@ -479,18 +516,30 @@ pub fn plan(store: &Store) -> Result<Plan> {
         set_aside.push((e.clone(), format!("{} in commitlog/", e.kind.describe())));
     }
     for p in &store.commitlog.foreign {
-        set_aside.push((entry::probe(p), "a file in commitlog/ whose name is not a 20-digit offset".into()));
+        set_aside.push((
+            entry::probe(p),
+            "a file in commitlog/ whose name is not a 20-digit offset".into(),
+        ));
     }
     for q in store.queues.values() {
         for e in &q.odd {
-            set_aside.push((e.clone(), format!("{} in a queue folder", e.kind.describe())));
+            set_aside.push((
+                e.clone(),
+                format!("{} in a queue folder", e.kind.describe()),
+            ));
         }
         for p in &q.foreign {
-            set_aside.push((entry::probe(p), "a file in a queue folder whose name is not a 20-digit offset".into()));
+            set_aside.push((
+                entry::probe(p),
+                "a file in a queue folder whose name is not a 20-digit offset".into(),
+            ));
         }
     }
     for e in store.consumequeue_odd.iter().chain(&store.index_odd) {
-        set_aside.push((e.clone(), format!("{} where the broker expects none", e.kind.describe())));
+        set_aside.push((
+            e.clone(),
+            format!("{} where the broker expects none", e.kind.describe()),
+        ));
     }
     for e in entry::list(&store.root)? {
         let known = matches!(
@@ -515,7 +564,7 @@ pub fn plan(store: &Store) -> Result<Plan> {
             problem: format!("{}: {why}", rel(store, &e.path)),
             action: "move it to the repair folder (listed in the manifest)".into(),
             messages: 0,
-            bytes: e.kind.len(),
+            bytes: e.kind.file_len(),
         });
     }
 
@@ -525,20 +574,19 @@ pub fn plan(store: &Store) -> Result<Plan> {
     let cq_findings = report
         .findings
         .iter()
-        .filter(|f| f.code.starts_with("consumequeue.") && f.severity > crate::format::finding::Severity::Info)
+        .filter(|f| {
+            f.code.starts_with("consumequeue.")
+                && f.severity > crate::format::finding::Severity::Info
+        })
         .count();
     let ix_findings = report
         .findings
         .iter()
-        .filter(|f| f.code.starts_with("index.") && f.severity > crate::format::finding::Severity::Info)
+        .filter(|f| {
+            f.code.starts_with("index.") && f.severity > crate::format::finding::Severity::Info
+        })
         .count();
-    let rebuild = RebuildOptions {
-        geometry: store.geometry.clone(),
-        consumequeue: true,
-        index: true,
-        topics: None,
-        index_naming: IndexNaming::Local,
-    };
+    let rebuild = RebuildOptions::for_geometry(store.geometry.clone());
     let src = Source {
         store,
         end: cut_offset,
@@ -563,7 +611,8 @@ pub fn plan(store: &Store) -> Result<Plan> {
     if commitlog_changes || ix_findings > 0 {
         actions.push(Action {
             problem: why(ix_findings, "index"),
-            action: "rebuild the index from the kept records; old files that differ are kept".into(),
+            action: "rebuild the index from the kept records; old files that differ are kept"
+                .into(),
             messages: 0,
             bytes: 0,
         });
@@ -586,8 +635,9 @@ pub fn plan(store: &Store) -> Result<Plan> {
     if cp_findings > 0 || commitlog_changes {
         actions.push(Action {
             problem: why(cp_findings, "checkpoint"),
-            action: "write the checkpoint from the repaired data (the old one is kept if it differs)"
-                .into(),
+            action:
+                "write the checkpoint from the repaired data (the old one is kept if it differs)"
+                    .into(),
             messages: 0,
             bytes: 0,
         });
@@ -798,7 +848,12 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
             Fate::Rewrite { keep } => {
                 let patches = plan.file_patches.get(&i).cloned().unwrap_or_default();
                 for (at, new) in &patches {
-                    st.save_part(&seg.path, *at, *at + new.len() as u64, "a header field or blank size rewritten")?;
+                    st.save_part(
+                        &seg.path,
+                        *at,
+                        *at + new.len() as u64,
+                        "a header field or blank size rewritten",
+                    )?;
                 }
                 write_copy(&seg.path, &cl.join(&name), keep, size, &patches)?;
                 st.save_tail(&seg.path, keep, seg.len, &relp)?;
@@ -827,7 +882,11 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
     };
     let summary = rebuild_from(&src, stage, &plan.rebuild, &|_| {})?;
     m.messages_kept = summary.records;
-    st.compare_tree(&store.root.join(paths::CONSUMEQUEUE), &stage.join(paths::CONSUMEQUEUE), "the consume queues were rebuilt")?;
+    st.compare_tree(
+        &store.root.join(paths::CONSUMEQUEUE),
+        &stage.join(paths::CONSUMEQUEUE),
+        "the consume queues were rebuilt",
+    )?;
     compare_index(&mut st, stage)?;
 
     // Checkpoint set to the data.
@@ -846,7 +905,10 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
     write_new(&stage.join(paths::CHECKPOINT), &new_cp)?;
     m.checkpoint = Some(cp);
     if store.abort.present && entry::probe(&store.root.join(paths::ABORT)).kind.is_file() {
-        st.save_whole(&store.root.join(paths::ABORT), "the repaired store is consistent")?;
+        st.save_whole(
+            &store.root.join(paths::ABORT),
+            "the repaired store is consistent",
+        )?;
     }
     for (e, why) in &plan.set_aside {
         st.set_aside(e, why)?;
@@ -879,7 +941,7 @@ impl Staging<'_> {
     fn save_whole(&mut self, p: &Path, why: &str) -> Result<()> {
         let relp = rel(self.store, p);
         let (dst, saved) = self.saved_path(&relp, "");
-        let len = entry::probe(p).kind.len();
+        let len = entry::probe(p).kind.file_len();
         link_or_copy(p, &dst)?;
         self.removed.push(Removed {
             file: relp,
@@ -967,7 +1029,7 @@ impl Staging<'_> {
         self.removed.push(Removed {
             file: relp,
             offset: 0,
-            length: e.kind.len(),
+            length: e.kind.file_len(),
             saved_as: saved,
             why: why.into(),
         });
@@ -1052,7 +1114,10 @@ fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
         return Ok(false);
     }
     let (x, y) = (Mapped::open(a)?, Mapped::open(b)?);
-    Ok(x.len() == y.len() && x.chunks(1 << 20).zip(y.chunks(1 << 20)).all(|(p, q)| p == q))
+    Ok(x.len() == y.len()
+        && x.chunks(1 << 20)
+            .zip(y.chunks(1 << 20))
+            .all(|(p, q)| p == q))
 }
 
 /// The index: when the rebuilt files are identical to the old ones the broker's own files (and
@@ -1184,11 +1249,8 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path, m: &mut Manifest) -> Resul
                 &jsonl_path,
             )?)),
         };
-        let line = super::message_json::MessageJson::new(
-            r,
-            path,
-            super::message_json::BodyMode::Base64,
-        );
+        let line =
+            super::message_json::MessageJson::new(r, path, super::message_json::BodyMode::Base64);
         serde_json::to_writer(&mut *j, &line).map_err(|e| Error::io(&jsonl_path, e.into()))?;
         j.write_all(b"\n").map_err(|e| Error::io(&jsonl_path, e))
     })?;
@@ -1197,7 +1259,9 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path, m: &mut Manifest) -> Resul
     }
     if let Some(mut j) = jsonl {
         j.flush().map_err(|e| Error::io(&jsonl_path, e))?;
-        j.get_ref().sync_all().map_err(|e| Error::io(&jsonl_path, e))?;
+        j.get_ref()
+            .sync_all()
+            .map_err(|e| Error::io(&jsonl_path, e))?;
     }
     m.salvaged_records = n;
     m.salvaged_bytes = bytes;

@@ -202,6 +202,55 @@ impl StoreLock {
 /// exchange until the run that made it finishes.
 pub const STAGE_MARKER: &str = ".rmqstore-stage";
 
+/// Hard-link the tree `from` to `to` exactly as it is: folders are made, every other entry
+/// (files, symlinks, FIFOs) is linked as itself; symlinked folders are not followed.
+pub fn link_all(from: &Path, to: &Path) -> Result<()> {
+    let meta = std::fs::symlink_metadata(from).map_err(|e| Error::io(from, e))?;
+    if !meta.is_dir() {
+        return std::fs::hard_link(from, to).map_err(|e| Error::io(to, e));
+    }
+    std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
+    for e in std::fs::read_dir(from).map_err(|e| Error::io(from, e))? {
+        let e = e.map_err(|e| Error::io(from, e))?;
+        link_all(&e.path(), &to.join(e.file_name()))?;
+    }
+    Ok(())
+}
+
+/// Remove from the tree `old` every entry that is a link of the same file at the same place in
+/// `new` (same device and inode), and folders left empty: no byte goes, only a second name.
+/// Returns what stays (anything that is not such a link).
+pub fn drop_links(old: &Path, new: &Path) -> Result<Vec<PathBuf>> {
+    let mut left = Vec::new();
+    drop_links_in(old, new, &mut left)?;
+    if std::fs::remove_dir(old).is_err() {
+        left.push(old.to_path_buf());
+    }
+    Ok(left)
+}
+
+fn drop_links_in(old: &Path, new: &Path, left: &mut Vec<PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(old).map_err(|e| Error::io(old, e))? {
+        let e = e.map_err(|e| Error::io(old, e))?;
+        let (a, b) = (e.path(), new.join(e.file_name()));
+        let ma = std::fs::symlink_metadata(&a).map_err(|x| Error::io(&a, x))?;
+        if ma.is_dir() {
+            drop_links_in(&a, &b, left)?;
+            if std::fs::remove_dir(&a).is_err() {
+                left.push(a);
+            }
+            continue;
+        }
+        match std::fs::symlink_metadata(&b) {
+            Ok(mb) if file_id(&ma) == file_id(&mb) => {
+                std::fs::remove_file(&a).map_err(|x| Error::io(&a, x))?
+            }
+            _ => left.push(a),
+        }
+    }
+    Ok(())
+}
+
 /// Switch `stage`, a complete and synced store folder beside `root` (same parent), in as
 /// `root` by one atomic exchange (`renameat2(RENAME_EXCHANGE)`); the old store ends at
 /// `before`. At every moment `root` is either the old store or the new one, complete. The
@@ -329,7 +378,13 @@ pub fn data_ranges(f: &File, limit: u64) -> Vec<(u64, u64)> {
 
 /// Copy `len` bytes of `src` from `src_at` into `dst` at `dst_at` (in the kernel where it can,
 /// else through a buffer), without reading them into memory whole.
-pub fn copy_bytes(src: &File, src_at: u64, dst: &File, dst_at: u64, len: u64) -> std::io::Result<()> {
+pub fn copy_bytes(
+    src: &File,
+    src_at: u64,
+    dst: &File,
+    dst_at: u64,
+    len: u64,
+) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let (mut a, mut b, mut left) = (src_at, dst_at, len);
     while left > 0 {
@@ -430,7 +485,7 @@ pub fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
         let target = std::fs::read_link(from).map_err(|x| Error::io(from, x))?;
         return std::os::unix::fs::symlink(target, to).map_err(|x| Error::io(to, x));
     }
-    let len = e.kind.len();
+    let len = e.kind.file_len();
     write_copy(from, to, len, len, &[])
 }
 

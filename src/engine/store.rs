@@ -9,8 +9,8 @@ use crate::format::commitlog::Commitlog;
 use crate::format::consumequeue::ConsumeQueue;
 use crate::format::entry::{self, Entry, Kind};
 use crate::format::error::{Error, Result};
-use crate::format::layout::{check_topic, NameError};
 use crate::format::geometry::{resolve, Geometry, GeometryInputs};
+use crate::format::layout::{check_topic, NameError};
 
 /// Folder and file names under a store root (`StorePathConfigHelper`).
 pub mod paths {
@@ -112,7 +112,10 @@ impl Store {
         if crate::format::entry::probe(&p).kind == crate::format::entry::Kind::Missing {
             return Ok(None);
         }
-        let b = crate::format::entry::read_prefix(&p, crate::format::checkpoint::CHECKPOINT_FILE_SIZE as u64)?;
+        let b = crate::format::entry::read_prefix(
+            &p,
+            crate::format::checkpoint::CHECKPOINT_FILE_SIZE as u64,
+        )?;
         Checkpoint::from_bytes(&b)
             .map(Some)
             .map_err(|e| e.in_file(&p, 0))
@@ -238,7 +241,10 @@ fn list_queue_dirs(dir: &Path) -> Result<QueueDirs> {
             out.bad_topics.push((t.path.clone(), e));
         }
         for q in entry::list(&t.path)? {
-            match (q.kind, q.name.as_deref().and_then(crate::format::java::parse_int)) {
+            match (
+                q.kind,
+                q.name.as_deref().and_then(crate::format::java::parse_int),
+            ) {
                 (Kind::Dir, Some(id)) => out.queues.push((topic.clone(), id, q.path)),
                 _ => out.odd.push(q),
             }

@@ -40,10 +40,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Serialize;
 
 use super::dispatch::{is_system_topic, record_tags_code, SCHEDULE_TOPIC};
+use super::headers::{self, Claim, Gap, QueueSlot, Rule, Suspect};
 use super::recovery::{
     self, FileWalk, Prepared, RecordPlace, RecoveryMode, RecoveryPlan, StopReason, WalkProblem,
 };
-use super::headers::{self, Claim, Gap, QueueSlot, Rule, Suspect};
 use super::store::{paths, Store};
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
@@ -1240,13 +1240,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
     }
 
-    fn queue_record(
-        &mut self,
-        m: &MessageRef<'_>,
-        p: &Props<'_>,
-        topic_id: u32,
-        check_unit: bool,
-    ) {
+    fn queue_record(&mut self, m: &MessageRef<'_>, p: &Props<'_>, topic_id: u32, check_unit: bool) {
         let step = if m.sys_flag & sysflag::INNER_BATCH != 0 {
             p.inner_num.and_then(parse_digits).unwrap_or(1).max(1)
         } else {
@@ -2923,7 +2917,10 @@ fn entry_findings(store: &Store, prep: &Prepared, parts: (bool, bool, bool), sin
                     "commitlog.not_a_file",
                     &e.path,
                     0,
-                    format!("{} in commitlog/, where only commitlog files belong", what(e)),
+                    format!(
+                        "{} in commitlog/, where only commitlog files belong",
+                        what(e)
+                    ),
                 )
                 .with_action(loader_action(e, v5)),
             );
@@ -2940,7 +2937,9 @@ fn entry_findings(store: &Store, prep: &Prepared, parts: (bool, bool, bool), sin
                     )
                     .with_action(match name {
                         paths::CHECKPOINT => "the broker cannot map it: it does not start",
-                        paths::ABORT => "the broker takes it for an unclean shutdown and fails to replace it",
+                        paths::ABORT => {
+                            "the broker takes it for an unclean shutdown and fails to replace it"
+                        }
                         _ => "the broker cannot open it to take its lock: it does not start",
                     }),
                 );
@@ -2969,7 +2968,12 @@ fn entry_findings(store: &Store, prep: &Prepared, parts: (bool, bool, bool), sin
                         "consumequeue.not_a_file",
                         &e.path,
                         0,
-                        format!("{} in the queue folder of {}/{}", what(e), q.topic, q.queue_id),
+                        format!(
+                            "{} in the queue folder of {}/{}",
+                            what(e),
+                            q.topic,
+                            q.queue_id
+                        ),
                     )
                     .with_action(loader_action(e, v5)),
                 );

@@ -16,7 +16,9 @@ use super::error::{Error, Result};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// A regular file of `len` bytes.
-    File { len: u64 },
+    File {
+        len: u64,
+    },
     Dir,
     Fifo,
     Socket,
@@ -53,7 +55,8 @@ impl Kind {
         matches!(self, Kind::File { .. })
     }
 
-    pub fn len(self) -> u64 {
+    /// The length of a regular file, 0 for anything else.
+    pub fn file_len(self) -> u64 {
         match self {
             Kind::File { len } => len,
             _ => 0,

@@ -74,7 +74,9 @@ pub fn queue_dir(root: &Path, topic: &str, queue_id: i32) -> Result<PathBuf> {
     let bad = |e: NameError| {
         Error::layout(
             root,
-            format!("refusing to make a consume queue path of topic {topic:?} queue {queue_id}: {e}"),
+            format!(
+                "refusing to make a consume queue path of topic {topic:?} queue {queue_id}: {e}"
+            ),
         )
     };
     check_topic(topic).map_err(bad)?;
@@ -134,7 +136,9 @@ pub fn is_store_root(dir: &Path) -> bool {
 /// The store root `path` lies in: `path` itself or its nearest ancestor that is a store root.
 pub fn enclosing_store(path: &Path) -> Result<Option<PathBuf>> {
     let r = resolve(path)?;
-    Ok(r.ancestors().find(|a| is_store_root(a)).map(Path::to_path_buf))
+    Ok(r.ancestors()
+        .find(|a| is_store_root(a))
+        .map(Path::to_path_buf))
 }
 
 /// Refuse an output path that lies inside a store: `what` names the option in the message.

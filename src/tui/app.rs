@@ -101,6 +101,8 @@ pub enum InputKind {
     Search,
     Goto,
     Filter,
+    /// The file to save the shown message to (`y`), prefilled; never inside the store.
+    SavePath,
 }
 
 enum Job {
@@ -589,6 +591,7 @@ impl App {
         match kind {
             InputKind::Search => self.search(text),
             InputKind::Goto => self.goto(text),
+            InputKind::SavePath => self.save_message(text),
             InputKind::Filter => {
                 if text.is_empty() || text == "*" {
                     self.tag_filter = None;
@@ -705,12 +708,40 @@ impl App {
         self.status = format!("result {}/{}", self.result_sel + 1, self.results.len());
     }
 
-    /// `y`: write the shown message as JSON to a file in the working directory (never the store).
+    /// `y`: ask where to save the shown message as JSON, offering a file in the working folder
+    /// (or the home folder when the working folder lies in the store).
     fn copy_message(&mut self) {
         let Some(o) = self.detail_offset.filter(|_| self.screen == Screen::Detail) else {
             self.status = "open a message first".into();
             return;
         };
+        let name = format!("rmqstore-message-{o}.json");
+        let here = std::env::current_dir().unwrap_or_default();
+        let dir = match crate::format::layout::ensure_outside_stores(&here.join(&name), "", false) {
+            Ok(()) => here,
+            Err(_) => std::env::var_os("HOME")
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(std::env::temp_dir),
+        };
+        self.input = Some((InputKind::SavePath, dir.join(name).display().to_string()));
+        self.status = "Enter saves the message to this file, Esc cancels".into();
+    }
+
+    /// Save the shown message as JSON to `path`, which must lie outside every store and must
+    /// not exist yet.
+    fn save_message(&mut self, path: &str) {
+        let Some(o) = self.detail_offset else {
+            return;
+        };
+        let path = std::path::Path::new(path);
+        if path.as_os_str().is_empty() {
+            self.status = "cancelled".into();
+            return;
+        }
+        if let Err(e) = crate::format::layout::ensure_outside_stores(path, "the file", false) {
+            self.status = format!("not saved: {e}");
+            return;
+        }
         match self.reader.message_at(o) {
             Ok(Some(loc)) => {
                 let j = crate::commands::output::MessageJson::new(
@@ -718,11 +749,15 @@ impl App {
                     loc.file,
                     crate::commands::output::BodyMode::Auto,
                 );
-                let name = format!("rmqstore-message-{o}.json");
                 let text = serde_json::to_string_pretty(&j).unwrap_or_default();
-                self.status = match std::fs::write(&name, text) {
-                    Ok(()) => format!("message written to {name}"),
-                    Err(e) => format!("cannot write {name}: {e}"),
+                let written = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(path)
+                    .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
+                self.status = match written {
+                    Ok(()) => format!("message written to {}", path.display()),
+                    Err(e) => format!("not saved: {}: {e}", path.display()),
                 };
             }
             _ => self.status = "message not readable".into(),

@@ -35,6 +35,7 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
                 InputKind::Search => "search (key, UNIQ_KEY or msg id)",
                 InputKind::Goto => "go to (queue offset or time)",
                 InputKind::Filter => "tag filter (TagA || TagB, * for none)",
+                InputKind::SavePath => "save the message as JSON to",
             };
             Line::from(vec![
                 Span::styled(format!("{what}: "), Style::new().fg(Color::Yellow)),
@@ -379,7 +380,7 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     (
         "y",
-        "write the message as JSON to rmqstore-message-<offset>.json",
+        "save the message as JSON to a file you confirm (never inside the store)",
     ),
     ("H", "run verify in the background (health)"),
     ("q, Ctrl-C", "quit (the store is never written)"),

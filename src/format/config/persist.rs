@@ -71,7 +71,9 @@ fn attempt<T: ConfigFile>(path: &Path) -> Attempt<T> {
         Err(e) => {
             let reason = match &e {
                 Error::Io { source, .. } => format!("unreadable: {source}"),
-                Error::NotAFile { found, .. } => format!("{}, not a regular file", found.describe()),
+                Error::NotAFile { found, .. } => {
+                    format!("{}, not a regular file", found.describe())
+                }
                 Error::TooLarge { len, .. } => {
                     format!("too large to be a config file ({len} bytes)")
                 }
