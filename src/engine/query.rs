@@ -9,7 +9,6 @@
 //! lookups cost a few page reads each. Lookups return commitlog offsets; [`Reader::message_at`]
 //! turns an offset into a borrowed [`MessageRef`].
 
-use std::io::{Read, Seek, SeekFrom};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::OnceLock;
@@ -188,23 +187,22 @@ pub struct WalkEnd {
     pub bytes: u64,
 }
 
-/// Walk the records of one commitlog file from file position `from` (a record boundary),
-/// reading it in [`WALK_CHUNK`] pieces, so memory stays at a few MiB whatever the file size.
-/// Same end rules as [`crate::format::commitlog::RecordIter`]. `f` returns `Break` to stop.
+/// Walk the records of one commitlog file from file position `from` (a record boundary), through
+/// the file's map: no record is copied, a size field however large allocates nothing, and the
+/// pages walked are released every [`WALK_CHUNK`] bytes, so resident memory stays small whatever
+/// the file size. Same end rules as [`crate::format::commitlog::RecordIter`]. `f` returns
+/// `Break` to stop.
 pub fn walk_segment(
     seg: &Segment,
     from: u64,
     check_crc: bool,
     mut f: impl FnMut(&MessageRef<'_>) -> ControlFlow<()>,
 ) -> Result<WalkEnd> {
-    let io = |e| Error::io(&seg.path, e);
-    let mut file = crate::format::entry::open_regular(&seg.path)?;
-    let len = file.metadata().map_err(io)?.len();
-    let mut buf_start = from.min(len);
-    file.seek(SeekFrom::Start(buf_start)).map_err(io)?;
-    let mut buf: Vec<u8> = Vec::with_capacity(WALK_CHUNK);
-    let mut eof = false;
-    let mut pos = 0usize;
+    let map = seg.map()?;
+    let from = usize::try_from(from).unwrap_or(usize::MAX).min(map.len());
+    let mut it = crate::format::commitlog::RecordIter::starting_at(
+        &map, &seg.path, seg.start, from, check_crc,
+    );
     let mut out = WalkEnd {
         end: SegmentEnd::Running,
         stopped: false,
@@ -212,57 +210,29 @@ pub fn walk_segment(
         records: 0,
         bytes: 0,
     };
+    let mut released = from;
     loop {
-        let left = buf.len() - pos;
-        let in_file = len.saturating_sub(buf_start + pos as u64);
-        let want = match i32_at(&buf, pos) {
-            // a record that would end past the end of the file is reported as truncated
-            Some(size) if size > 0 && size as usize > left && size as u64 <= in_file => {
-                size as usize
-            }
-            _ if left < 8 => 8,
-            _ => 0,
-        };
-        if want > 0 && !eof {
-            buf.drain(..pos);
-            buf_start += pos as u64;
-            pos = 0;
-            let target = want.max(WALK_CHUNK) as u64;
-            let need = target.saturating_sub(buf.len() as u64);
-            let got = (&mut file).take(need).read_to_end(&mut buf).map_err(io)?;
-            if (got as u64) < need {
-                eof = true;
-            }
-            continue;
-        }
-        let file_pos = (buf_start + pos as u64) as usize;
-        match parse_record(&buf, pos, seg.start + buf_start, check_crc) {
-            Ok(Record::Message(m)) => {
-                let n = m.raw.len();
+        match it.next() {
+            Some(Ok(m)) => {
                 out.records += 1;
-                out.bytes += n as u64;
-                let flow = f(&m);
-                pos += n;
-                if flow.is_break() {
+                out.bytes += m.raw.len() as u64;
+                if f(&m).is_break() {
                     out.stopped = true;
-                    out.end = SegmentEnd::Running;
                     return Ok(out);
                 }
+                let at = it.valid_pos();
+                if at - released >= WALK_CHUNK {
+                    map.release(released, at);
+                    released = at;
+                }
             }
-            Ok(Record::Blank { size }) => {
-                out.end = SegmentEnd::Blank {
-                    pos: file_pos,
-                    size,
-                };
+            Some(Err(e)) => {
+                out.end = it.end().clone();
+                out.error = Some(e);
                 return Ok(out);
             }
-            Ok(Record::EndOfData) => {
-                out.end = SegmentEnd::EndOfData { pos: file_pos };
-                return Ok(out);
-            }
-            Err(e) => {
-                out.end = SegmentEnd::Corrupt { pos: file_pos };
-                out.error = Some(e.in_file(&seg.path, buf_start));
+            None => {
+                out.end = it.end().clone();
                 return Ok(out);
             }
         }
