@@ -35,6 +35,8 @@ pub enum Field {
     QueueId,
     QueueOffset,
     PhysicalOffset,
+    /// The transaction type bits of SYSFLAG.
+    SysFlag,
 }
 
 impl Field {
@@ -44,6 +46,7 @@ impl Field {
             Field::QueueId => "QUEUEID",
             Field::QueueOffset => "QUEUEOFFSET",
             Field::PhysicalOffset => "PHYSICALOFFSET",
+            Field::SysFlag => "SYSFLAG",
         }
     }
 }
@@ -84,7 +87,7 @@ impl QueueSlot {
             Field::Topic => self.topic.clone(),
             Field::QueueId => self.queue_id.to_string(),
             Field::QueueOffset => self.queue_offset.to_string(),
-            Field::PhysicalOffset => String::new(),
+            Field::PhysicalOffset | Field::SysFlag => String::new(),
         }
     }
 }
@@ -131,6 +134,10 @@ pub struct Claim {
     pub offset: u64,
     pub unit: QueueSlot,
     pub found: QueueSlot,
+    /// When the record names the unit's very slot but its transaction type is not one that
+    /// gets a unit (PREPARED, ROLLBACK): its SYSFLAG, and the SYSFLAG with the type it must have
+    /// had (COMMIT for a transactional message, else NOT).
+    pub sys_flag: Option<(i32, i32)>,
     /// The unit's file and position, for the message.
     pub unit_file: String,
     pub unit_pos: u64,
@@ -212,13 +219,18 @@ pub fn judge(
         .filter(|s| !matches!(s.rule, Rule::PhysicalOffset { .. }))
         .map(|s| (s.offset, s))
         .collect();
-    // A record out of the sequence of the queue it names: a rule broke, it is alone there, or
-    // its queue's offsets break at it and right after it.
+    // A record out of the sequence of the queue it names: a rule broke, it is alone there, its
+    // queue's offsets break at it and right after it, or its queue offset is one the queue
+    // already had (or gets again right after it).
     let out_of_sequence = |offset: u64, slot: &QueueSlot| {
         let k = (slot.topic.clone(), slot.queue_id);
+        let here = at.get(&(k.clone(), offset)).map(|&i| &gaps[i]);
+        let next = after.get(&(k, offset)).map(|&i| &gaps[i]);
         suspect_at.contains_key(&offset)
             || lone_at.contains_key(&offset)
-            || (at.contains_key(&(k.clone(), offset)) && after.contains_key(&(k, offset)))
+            || (here.is_some() && next.is_some())
+            || here.is_some_and(|g| g.found < g.expected)
+            || next.is_some_and(|g| g.found < g.expected && g.found == slot.queue_offset)
     };
     // The gaps a fixed record explains: in the queue it names, the break at it and after it;
     // in the queue it belongs to, the break where its offset was missing.
@@ -245,6 +257,45 @@ pub fn judge(
 
     // 1. Units that point at the record.
     for (ci, c) in claims.iter().enumerate() {
+        if let Some((found, right)) = c.sys_flag {
+            // The record left its queue's sequence: the queue lacks its offset around it.
+            let hole = gaps.iter().any(|g| {
+                g.topic == c.unit.topic
+                    && g.queue_id == c.unit.queue_id
+                    && g.expected <= c.unit.queue_offset
+                    && c.unit.queue_offset < g.found
+                    && g.prev_offset < c.offset
+                    && c.offset < g.offset
+            });
+            if !hole || fixed.keys().any(|(o, _)| *o == c.offset) {
+                continue;
+            }
+            out.accepted_claims.push(ci);
+            explain(&c.unit, c.offset, &c.unit);
+            fixed.insert(
+                (c.offset, Field::SysFlag),
+                DamagedHeader {
+                    offset: c.offset,
+                    field: Field::SysFlag,
+                    found: format!("{found:#x}"),
+                    why: format!(
+                        "its transaction type gets no consume queue unit, yet the unit {}/{} at \
+                         queue offset {} ({} @ {}) points at it and the queue lacks that offset \
+                         here",
+                        c.unit.topic, c.unit.queue_id, c.unit.queue_offset, c.unit_file, c.unit_pos
+                    ),
+                    fix: Some(Proven {
+                        value: format!("{right:#x}"),
+                        evidence: "the unit was written when the record was dispatched with a \
+                                   type that gets one (COMMIT for a transactional message, else \
+                                   NOT)"
+                            .to_string(),
+                    }),
+                    named: c.unit.clone(),
+                },
+            );
+            continue;
+        }
         let Some(field) = c.found.only_difference(&c.unit) else {
             continue;
         };
@@ -464,11 +515,20 @@ pub fn field_patch(m: &MessageRef<'_>, field: Field, value: &str) -> Option<(usi
         Field::QueueId => Some((12, value.parse::<i32>().ok()?.to_be_bytes().to_vec())),
         Field::QueueOffset => Some((20, value.parse::<i64>().ok()?.to_be_bytes().to_vec())),
         Field::PhysicalOffset => Some((28, value.parse::<i64>().ok()?.to_be_bytes().to_vec())),
+        Field::SysFlag => {
+            let v = i32::from_str_radix(value.trim_start_matches("0x"), 16).ok()?;
+            Some((36, v.to_be_bytes().to_vec()))
+        }
         Field::Topic => {
-            let at = m.body_len_pos + 4 + m.body.len() + m.version.topic_len_size();
-            let old = m.raw.get(at..at + value.len())?;
-            (old.len() == m.topic.len() && value.len() == m.topic.len())
-                .then(|| (at, value.as_bytes().to_vec()))
+            // The topic's own length field: the text of a topic that is not UTF-8 is longer.
+            let len_at = m.body_len_pos + 4 + m.body.len();
+            let len = match m.version.topic_len_size() {
+                1 => usize::from(*m.raw.get(len_at)?),
+                _ => usize::try_from(crate::format::bytes::i16_at(m.raw, len_at)?).ok()?,
+            };
+            let at = len_at + m.version.topic_len_size();
+            m.raw.get(at..at + len)?;
+            (value.len() == len).then(|| (at, value.as_bytes().to_vec()))
         }
     }
 }
@@ -505,6 +565,7 @@ mod tests {
             found: slot("T", 1_073_741_827, 7),
             unit_file: "cq".into(),
             unit_pos: 140,
+            sys_flag: None,
         }];
         let gaps = [gap("T", 3, 7, 8, 300, 100)];
         let lone = [(200, slot("T", 1_073_741_827, 7))];

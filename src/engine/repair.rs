@@ -221,11 +221,32 @@ pub fn plan(store: &Store) -> Result<Plan> {
     let mut file_patches: BTreeMap<usize, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
     let mut set_aside: Vec<(Entry, String)> = Vec::new();
 
+    // The proven header fixes that fit their field, as (damaged header, file index, patch
+    // position in the record, new bytes, old bytes); the other damaged headers cannot be mended.
+    let mut mendable = Vec::new();
+    for d in &report.damaged_headers {
+        let Some(fix) = &d.fix else { continue };
+        let Some(i) = segs
+            .iter()
+            .position(|s| d.offset >= s.start && d.offset < s.start.saturating_add(s.len))
+        else {
+            continue;
+        };
+        let seg = &segs[i];
+        let map = seg.map()?;
+        let at = (d.offset - seg.start) as usize;
+        if let Ok(Record::Message(m)) = parse_record(&map, at, seg.start, false) {
+            if let Some((pos, new)) = field_patch(&m, d.field, &fix.value) {
+                let old = m.raw.get(pos..pos + new.len()).unwrap_or_default().to_vec();
+                mendable.push((d, i, pos, new, old));
+            }
+        }
+    }
     // Where the chain of records from the first file breaks.
     let unfixable: Vec<&DamagedHeader> = report
         .damaged_headers
         .iter()
-        .filter(|d| d.fix.is_none())
+        .filter(|d| !mendable.iter().any(|(m, ..)| std::ptr::eq(*m, *d)))
         .collect();
     let has_data = |w: Option<&FileWalk>| {
         w.is_some_and(|w| w.records + w.after_records > 0 || !w.problems.is_empty())
@@ -408,30 +429,12 @@ pub fn plan(store: &Store) -> Result<Plan> {
     // Header fields the store proves, in the records kept.
     let mut headers = Vec::new();
     let mut patches = Vec::new();
-    let maps_needed: Vec<&DamagedHeader> = report
-        .damaged_headers
-        .iter()
-        .filter(|d| d.fix.is_some() && cut_offset.is_none_or(|c| d.offset < c))
-        .collect();
-    for d in maps_needed {
+    for (d, i, at, new, old) in mendable {
         let Some(fix) = &d.fix else { continue };
-        let Some(i) = segs
-            .iter()
-            .position(|s| d.offset >= s.start && d.offset < s.start + s.len)
-        else {
+        if cut_offset.is_some_and(|c| d.offset >= c) {
             continue;
-        };
+        }
         let seg = &segs[i];
-        let map = seg.map()?;
-        let Ok(Record::Message(m)) =
-            parse_record(&map, (d.offset - seg.start) as usize, seg.start, false)
-        else {
-            continue;
-        };
-        let Some((at, new)) = field_patch(&m, d.field, &fix.value) else {
-            continue;
-        };
-        let old = m.raw.get(at..at + new.len()).unwrap_or_default().to_vec();
         let position = d.offset - seg.start + at as u64;
         headers.push(HeaderRepair {
             file: rel(store, &seg.path),
@@ -462,12 +465,7 @@ pub fn plan(store: &Store) -> Result<Plan> {
                 d.field.name(),
                 d.found
             ),
-            action: format!(
-                "write {} {} back ({})",
-                d.field.name(),
-                fix.value,
-                fix.evidence
-            ),
+            action: format!("write {} {} back ({})", d.field.name(), fix.value, fix.evidence),
             messages: 1,
             bytes: 0,
         });

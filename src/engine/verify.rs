@@ -1969,7 +1969,7 @@ fn unit_claim(
     pos: u64,
 ) -> Option<Claim> {
     let tags_ok = u.has_ext_addr() || record_tags_code(m, g).ok() == Some(u.tags_code);
-    if m.total_size != u.size || !m.transaction_type().is_queued() || !tags_ok {
+    if m.total_size != u.size || !tags_ok {
         return None;
     }
     if !m.body.is_empty() && !m.body_crc_ok() {
@@ -1981,6 +1981,24 @@ fn unit_claim(
         queue_offset: i64::try_from(q).ok()?,
     };
     let found = QueueSlot::of(m);
+    if !m.transaction_type().is_queued() {
+        // Only the type differs: the type it had is COMMIT for a transactional message.
+        let committed = m.property(prop::TRAN_MSG).is_some_and(|v| v == "true");
+        let right = (m.sys_flag & !sysflag::TRANSACTION_MASK)
+            | if committed {
+                sysflag::TRANSACTION_COMMIT
+            } else {
+                sysflag::TRANSACTION_NOT
+            };
+        return (found == unit).then(|| Claim {
+            offset: m.position,
+            unit,
+            found,
+            sys_flag: Some((m.sys_flag, right)),
+            unit_file: path.display().to_string(),
+            unit_pos: pos,
+        });
+    }
     let differing = [
         unit.topic != found.topic,
         unit.queue_id != found.queue_id,
@@ -1990,6 +2008,7 @@ fn unit_claim(
         offset: m.position,
         unit,
         found,
+        sys_flag: None,
         unit_file: path.display().to_string(),
         unit_pos: pos,
     })
@@ -2769,6 +2788,9 @@ fn header_findings(store: &Store, j: &headers::Judgement, sink: &mut Sink) {
                  record point at offset {}, and its offset message id names that offset",
                 d.found
             ),
+            headers::Field::SysFlag => "the broker does not check it: its transaction type \
+                gets no unit on a dispatch, and the units after it in its queue are misplaced"
+                .to_string(),
             headers::Field::QueueOffset => format!(
                 "the broker does not check it: a dispatch puts this record at queue offset {} of \
                  {}/{}, and misplaces the units after it",
@@ -2780,8 +2802,18 @@ fn header_findings(store: &Store, j: &headers::Judgement, sink: &mut Sink) {
                 {
                     Ok(()) => format!(
                         "the broker does not check it: a dispatch puts this record into \
-                         consumequeue/{}/{}/, a queue it never had",
-                        d.named.topic, d.named.queue_id
+                         consumequeue/{}/{}/ at queue offset {}, not into its own queue{}",
+                        d.named.topic,
+                        d.named.queue_id,
+                        d.named.queue_offset,
+                        if store
+                            .queues
+                            .contains_key(&(d.named.topic.clone(), d.named.queue_id))
+                        {
+                            ""
+                        } else {
+                            " (a queue the store never had)"
+                        }
                     ),
                     Err(e) => format!(
                         "the broker does not check it: a dispatch makes a consume queue path of \

@@ -120,3 +120,180 @@ pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// The real binary with a pinned environment and a time limit: a hang fails the test.
+pub fn bin() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("rmqstore").unwrap();
+    c.env_clear()
+        .env("TZ", "UTC")
+        .timeout(std::time::Duration::from_secs(120));
+    c
+}
+
+/// What is at each path below `dir` (symlinks not followed): a listing of names and kinds, and
+/// the bytes of regular files (sparse files read through their data ranges only). Comparing
+/// two snapshots tells whether anything was written.
+pub fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            let r = p.strip_prefix(dir).unwrap().to_path_buf();
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let t = m.file_type();
+            let what = if t.is_symlink() {
+                format!("link {}", std::fs::read_link(&p).unwrap().display())
+            } else if t.is_dir() {
+                stack.push(p.clone());
+                "dir".to_string()
+            } else if t.is_file() {
+                format!("file {}", sha256_hex(&sparse_bytes(&p)))
+            } else {
+                "other".to_string()
+            };
+            out.push((r, what));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The data ranges of a file (holes skipped), as `SEEK_DATA`/`SEEK_HOLE` give them.
+pub fn data_ranges(p: &Path) -> Vec<(u64, u64)> {
+    use nix::unistd::{lseek, Whence};
+    let f = std::fs::File::open(p).unwrap();
+    let len = f.metadata().unwrap().len() as i64;
+    let mut out = Vec::new();
+    let mut at = 0i64;
+    while at < len {
+        let Ok(d) = lseek(&f, at, Whence::SeekData) else {
+            break;
+        };
+        let h = lseek(&f, d, Whence::SeekHole).unwrap_or(len).min(len);
+        out.push((d as u64, h as u64));
+        at = h.max(d + 1);
+    }
+    out
+}
+
+/// A regular file's bytes with its holes as an empty run: the data ranges concatenated with
+/// their offsets (for hashing sparse files without reading gigabytes of zeros).
+pub fn sparse_bytes(p: &Path) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(p).unwrap();
+    let mut out = Vec::new();
+    out.extend_from_slice(&f.metadata().unwrap().len().to_be_bytes());
+    for (a, b) in data_ranges(p) {
+        let mut buf = vec![0u8; (b - a) as usize];
+        f.read_exact_at(&mut buf, a).unwrap();
+        // a run of zeros inside a data range hashes the same as a hole
+        let first = buf.iter().position(|&x| x != 0);
+        let last = buf.iter().rposition(|&x| x != 0);
+        if let (Some(s), Some(e)) = (first, last) {
+            out.extend_from_slice(&(a + s as u64).to_be_bytes());
+            out.extend_from_slice(&buf[s..=e]);
+        }
+    }
+    out
+}
+
+/// Every byte of every regular file of `original` is in `repaired` at the same place, or in a
+/// `removed` entry of the repair manifest (its saved copy, or zeros for an entry saved as none);
+/// every entry that is not a regular file or folder is listed in the manifest. Sparse holes
+/// count as zeros.
+pub fn assert_every_byte_kept(
+    original: &Path,
+    repaired: &Path,
+    repair: &Path,
+    manifest: &serde_json::Value,
+    ctx: &str,
+) {
+    use std::collections::HashMap;
+    use std::os::unix::fs::FileExt;
+    let mut pieces: HashMap<PathBuf, Vec<(u64, u64, Option<PathBuf>)>> = HashMap::new();
+    let mut listed = std::collections::HashSet::new();
+    for x in manifest["removed"].as_array().unwrap() {
+        let file = PathBuf::from(x["file"].as_str().unwrap());
+        listed.insert(file.clone());
+        let off = x["offset"].as_u64().unwrap();
+        let len = x["length"].as_u64().unwrap();
+        let saved = x["saved_as"].as_str().map(|s| repair.join(s));
+        if let Some(s) = &saved {
+            assert_eq!(
+                std::fs::metadata(s).map(|m| m.len()).unwrap_or(u64::MAX),
+                len,
+                "{ctx}: saved copy {} has the wrong length",
+                s.display()
+            );
+        }
+        pieces.entry(file).or_default().push((off, len, saved));
+    }
+    let mut stack = vec![original.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let r = p.strip_prefix(original).unwrap().to_path_buf();
+            let lm = std::fs::symlink_metadata(&p).unwrap();
+            if lm.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let regular = std::fs::metadata(&p).is_ok_and(|m| m.is_file());
+            if !regular {
+                let there = std::fs::symlink_metadata(repaired.join(&r))
+                    .is_ok_and(|m| m.file_type() == lm.file_type());
+                assert!(
+                    there || listed.contains(&r),
+                    "{ctx}: {} ({:?}) is neither in the repaired store nor in the manifest",
+                    r.display(),
+                    lm.file_type()
+                );
+                continue;
+            }
+            let orig = std::fs::File::open(&p).unwrap();
+            let new = std::fs::File::open(repaired.join(&r)).ok();
+            let new_len = new.as_ref().map_or(0, |f| f.metadata().unwrap().len());
+            let mine = pieces.get(&r).cloned().unwrap_or_default();
+            for (a, b) in data_ranges(&p) {
+                let mut at = a;
+                while at < b {
+                    let n = (b - at).min(1 << 20);
+                    let mut want = vec![0u8; n as usize];
+                    orig.read_exact_at(&mut want, at).unwrap();
+                    let mut have = vec![0u8; n as usize];
+                    if let Some(f) = &new {
+                        let upto = new_len.saturating_sub(at).min(n) as usize;
+                        if upto > 0 {
+                            f.read_exact_at(&mut have[..upto], at).unwrap();
+                        }
+                    }
+                    for (off, len, saved) in &mine {
+                        let (s, e) = ((*off).max(at), (off + len).min(at + n));
+                        if s >= e {
+                            continue;
+                        }
+                        let dst = &mut have[(s - at) as usize..(e - at) as usize];
+                        match saved {
+                            Some(sp) => std::fs::File::open(sp)
+                                .unwrap()
+                                .read_exact_at(dst, s - off)
+                                .unwrap(),
+                            None => dst.fill(0),
+                        }
+                    }
+                    assert!(
+                        have == want,
+                        "{ctx}: bytes {at}..{} of {} are neither kept nor saved",
+                        at + n,
+                        r.display()
+                    );
+                    at += n;
+                }
+            }
+        }
+    }
+}
