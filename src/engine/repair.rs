@@ -465,7 +465,12 @@ pub fn plan(store: &Store) -> Result<Plan> {
                 d.field.name(),
                 d.found
             ),
-            action: format!("write {} {} back ({})", d.field.name(), fix.value, fix.evidence),
+            action: format!(
+                "write {} {} back ({})",
+                d.field.name(),
+                fix.value,
+                fix.evidence
+            ),
             messages: 1,
             bytes: 0,
         });
@@ -540,20 +545,46 @@ pub fn plan(store: &Store) -> Result<Plan> {
         ));
     }
     for e in entry::list(&store.root)? {
-        let known = matches!(
-            e.name.as_deref(),
-            Some(paths::COMMITLOG | paths::CONSUMEQUEUE | paths::INDEX | paths::CONFIG)
-        );
-        let ok = matches!(e.kind, Kind::File { .. } | Kind::Dir) && e.name.is_some();
-        if !known && !ok && e.name.as_deref() != Some(STAGE_MARKER) {
-            set_aside.push((e, "not a regular file or folder, in the store root".into()));
+        let ok = match e.name.as_deref() {
+            None => false,
+            Some(paths::COMMITLOG | paths::CONSUMEQUEUE | paths::INDEX | paths::CONFIG) => {
+                e.kind == Kind::Dir
+            }
+            Some(paths::CHECKPOINT | paths::ABORT | paths::LOCK) => e.kind.is_file(),
+            Some(STAGE_MARKER) => true,
+            Some(_) => matches!(e.kind, Kind::File { .. } | Kind::Dir),
+        };
+        if !ok {
+            set_aside.push((
+                e,
+                "not what the broker keeps under this name in the store root".into(),
+            ));
         }
     }
     let config_dir = store.config_dir();
     if entry::probe(&config_dir).kind == Kind::Dir {
+        let known = [
+            ConsumerOffsets::FILE_NAME,
+            TopicConfigs::FILE_NAME,
+            SubscriptionGroups::FILE_NAME,
+            DelayOffsets::FILE_NAME,
+        ];
         for e in entry::list(&config_dir)? {
-            if !matches!(e.kind, Kind::File { .. } | Kind::Dir) || e.name.is_none() {
-                set_aside.push((e, "a config entry that is not a regular file".into()));
+            let config_file = e.name.as_deref().is_some_and(|n| {
+                known
+                    .iter()
+                    .any(|k| n == *k || n.strip_suffix(".bak") == Some(k))
+            });
+            let why = match e.kind {
+                Kind::File { len } if len > crate::format::config::MAX_CONFIG_BYTES => {
+                    Some("too large to be a config file")
+                }
+                Kind::File { .. } if e.name.is_some() => None,
+                Kind::Dir if e.name.is_some() && !config_file => None,
+                _ => Some("a config entry that is not a regular file"),
+            };
+            if let Some(why) = why {
+                set_aside.push((e, why.into()));
             }
         }
     }
@@ -720,6 +751,9 @@ fn plan_config(
         let mut value = l.value;
         let mut changed = restored(&l.source, ConsumerOffsets::FILE_NAME, actions);
         for (topic, group, queues) in value.entries() {
+            if topic.is_empty() || group.is_empty() || group.contains('@') {
+                continue; // no consumer reads it (verify warns)
+            }
             for (q, off) in queues {
                 let (min, max) = bound(&topic, q);
                 let new = off.clamp(min, max.max(min));

@@ -3854,11 +3854,11 @@ fn parse_error_offset<T: ConfigFile>(path: &Path) -> u64 {
 }
 
 /// A config file (or its `.bak`) that is not a regular file, or too large to read.
-fn config_kind_findings(path: &Path, sink: &mut Sink) {
+fn config_kind_findings(path: &Path, backup: bool, sink: &mut Sink) {
     let e = crate::format::entry::probe(path);
     match e.kind {
-        Kind::File { len } if len > crate::format::config::MAX_CONFIG_BYTES => sink.push(
-            Finding::new(
+        Kind::File { len } if len > crate::format::config::MAX_CONFIG_BYTES => {
+            let f = Finding::new(
                 "config.too_large",
                 path,
                 0,
@@ -3867,9 +3867,15 @@ fn config_kind_findings(path: &Path, sink: &mut Sink) {
                      limit is {} bytes)",
                     crate::format::config::MAX_CONFIG_BYTES
                 ),
-            )
-            .with_action("the broker cannot read it whole: loading fails and it uses the .bak"),
-        ),
+            );
+            sink.push(if backup {
+                f.with_severity(Severity::Warning).with_action(
+                    "read only when the main file fails; the broker overwrites it on its next persist",
+                )
+            } else {
+                f.with_action("the broker cannot read it whole: loading fails and it uses the .bak")
+            })
+        }
         Kind::File { .. } | Kind::Missing => {}
         k => sink.push(
             Finding::new(
@@ -3894,8 +3900,8 @@ fn config_kind_findings(path: &Path, sink: &mut Sink) {
 fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Option<T> {
     let main = store.config_dir().join(name);
     let bak = crate::format::config::with_suffix(&main, ".bak");
-    config_kind_findings(&main, sink);
-    config_kind_findings(&bak, sink);
+    config_kind_findings(&main, false, sink);
+    config_kind_findings(&bak, true, sink);
     match load_file::<T>(&main) {
         Ok(l) => {
             match &l.source {
@@ -3988,6 +3994,19 @@ fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Sink) {
     if let Some(co) = load_checked::<ConsumerOffsets>(store, CONSUMER_OFFSET_FILE, sink) {
         for (topic, group, queues) in co.iter() {
             if !opts.in_topic(topic) {
+                continue;
+            }
+            if topic.is_empty() || group.is_empty() || group.contains('@') {
+                // Java's split("@") does not give two parts: no consumer ever reads this entry.
+                sink.push(
+                    Finding::new(
+                        "config.bad_offset_key",
+                        &co_path,
+                        text_offset(&co_path, topic),
+                        format!("offsetTable key {topic:?}@{group:?} is not topic@group"),
+                    )
+                    .with_action("ignored: no consumer group and topic name it"),
+                );
                 continue;
             }
             let at = text_offset(&co_path, &format!("\"{topic}@{group}\""));

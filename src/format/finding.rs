@@ -316,6 +316,11 @@ pub const CODES: &[(&str, Severity, &str)] = &[
         "a config file does not parse or is missing; its .bak does",
     ),
     (
+        "config.bad_offset_key",
+        Severity::Warning,
+        "a consumerOffset.json key that is not topic@group (no consumer reads it)",
+    ),
+    (
         "config.offset_above_max",
         Severity::Error,
         "a consumer offset above its queue's max offset",

@@ -216,19 +216,27 @@ pub fn assert_every_byte_kept(
     use std::os::unix::fs::FileExt;
     let mut pieces: HashMap<PathBuf, Vec<(u64, u64, Option<PathBuf>)>> = HashMap::new();
     let mut listed = std::collections::HashSet::new();
+    let mut saved_dirs: Vec<(PathBuf, PathBuf)> = Vec::new();
     for x in manifest["removed"].as_array().unwrap() {
         let file = PathBuf::from(x["file"].as_str().unwrap());
         listed.insert(file.clone());
         let off = x["offset"].as_u64().unwrap();
         let len = x["length"].as_u64().unwrap();
         let saved = x["saved_as"].as_str().map(|s| repair.join(s));
-        if let Some(s) = &saved {
+        // Saved regular files hold exactly the bytes listed (links and folders are themselves).
+        let saved_file = saved
+            .as_ref()
+            .filter(|s| std::fs::symlink_metadata(s).is_ok_and(|m| m.is_file()));
+        if let Some(s) = saved_file {
             assert_eq!(
                 std::fs::metadata(s).map(|m| m.len()).unwrap_or(u64::MAX),
                 len,
                 "{ctx}: saved copy {} has the wrong length",
                 s.display()
             );
+        }
+        if let Some(dir) = saved.as_ref().filter(|s| s.is_dir()) {
+            saved_dirs.push((file.clone(), dir.clone()));
         }
         pieces.entry(file).or_default().push((off, len, saved));
     }
@@ -255,7 +263,14 @@ pub fn assert_every_byte_kept(
                 continue;
             }
             let orig = std::fs::File::open(&p).unwrap();
-            let new = std::fs::File::open(repaired.join(&r)).ok();
+            // A file inside a folder that was set aside whole is in the saved folder.
+            let in_saved = saved_dirs
+                .iter()
+                .find_map(|(d, s)| r.strip_prefix(d).ok().map(|inner| s.join(inner)));
+            let new = match &in_saved {
+                Some(s) => std::fs::File::open(s).ok(),
+                None => std::fs::File::open(repaired.join(&r)).ok(),
+            };
             let new_len = new.as_ref().map_or(0, |f| f.metadata().unwrap().len());
             let mine = pieces.get(&r).cloned().unwrap_or_default();
             for (a, b) in data_ranges(&p) {
