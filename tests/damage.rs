@@ -393,7 +393,7 @@ fn verify_json(store: &Path, ctx: &str) -> (i32, Vec<Value>) {
 /// Run one case; `Err` says what went wrong.
 fn run_case(name: &str, src: &Path, t: Target, d: Damage, seed: u64) {
     let ctx = format!("{name} {t:?} {d:?}");
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = scratch();
     let store = tmp.path().join("store");
     copy_tree(src, &store);
     let Some(file) = target_file(&store, t) else {

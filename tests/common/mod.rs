@@ -312,3 +312,15 @@ pub fn assert_every_byte_kept(
         }
     }
 }
+
+/// A temporary folder for tests that write many stores: in memory (`/dev/shm`) when the machine
+/// has it, so that the fsyncs of every repair do not wait for a disk.
+pub fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        if let Ok(t) = tempfile::tempdir_in(shm) {
+            return t;
+        }
+    }
+    tempfile::tempdir().unwrap()
+}
