@@ -5,8 +5,8 @@
 //! file, a huge sparse extension), on generated stores and copies of the Java-written stores.
 //!
 //! For every case: every run ends within its time limit and without a panic; `verify` names the
-//! damaged file (exit 1 where the broker itself would lose data or refuse to start); `repair
-//! --out` succeeds, its result verifies clean, every byte of the damaged store is in the
+//! damaged file (exit 1 where the broker itself would lose data or refuse to start); `info` and
+//! `repair --dry-run` write nothing anywhere; `repair --out` succeeds, its result verifies clean, every byte of the damaged store is in the
 //! repaired store or the repair folder, the damaged store is unchanged, and nothing is written
 //! beside it but the output folder.
 
@@ -448,6 +448,31 @@ fn run_case(name: &str, src: &Path, t: Target, d: Damage, seed: u64) {
                 file.display()
             );
         }
+    }
+
+    // info and repair --dry-run: end, never panic, write nothing anywhere.
+    for args in [vec!["info", "--json"], vec!["repair", "--dry-run"]] {
+        let o = bin()
+            .arg(args[0])
+            .arg(&store)
+            .args(&args[1..])
+            .output()
+            .unwrap_or_else(|e| panic!("{ctx}: {args:?} did not end: {e}"));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !stderr.contains("panicked"),
+            "{ctx}: {args:?} panicked: {stderr}"
+        );
+        let code = o.status.code().unwrap_or(-1);
+        assert!(
+            code == 0 || (code == 2 && args[0] == "info"),
+            "{ctx}: {args:?} exit {code}: {stderr}"
+        );
+        assert_eq!(
+            snapshot(tmp.path()),
+            beside,
+            "{ctx}: {args:?} wrote something"
+        );
     }
 
     // repair --out: succeeds, its output verifies clean, every byte is kept.

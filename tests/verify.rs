@@ -703,3 +703,62 @@ fn garbage_everywhere_is_reported_not_a_crash() {
         .unwrap();
     assert!(matches!(out.status.code(), Some(0 | 1)), "{out:?}");
 }
+
+/// An unclean start deletes the index files newer than the checkpoint's indexMsgTimestamp and
+/// re-indexes only the records it scans: the keyed records between the end of the last kept
+/// index file (its last entry keeps its keys) and the scan start lose their entries. Counted
+/// here from the records themselves (issue 13: the plan counted the kept file's last record).
+#[test]
+fn regression_13_index_entries_lost_on_an_unclean_start() {
+    use rmqstore::format::indexfile::IndexHeader;
+    let Some(dir) = common::oracle("crashed-4.9") else {
+        return;
+    };
+    let (_t, root) = copy_store(&dir.join("store"));
+    let store = rmqstore::engine::Store::open(&root, &Default::default()).unwrap();
+    // Move the checkpoint on so that the scan starts at the third file.
+    let segs = &store.commitlog.segments;
+    let start = &segs[2];
+    let first_ts = {
+        let m = rmqstore::format::mapped::Mapped::open(&start.path).unwrap();
+        let Ok(rmqstore::format::commitlog::Record::Message(r)) =
+            rmqstore::format::commitlog::parse_record(&m, 0, start.start, false)
+        else {
+            panic!("no record at the start of the third file")
+        };
+        r.store_timestamp
+    };
+    let mut cp = store.checkpoint().unwrap().unwrap();
+    cp.physic_msg_timestamp = first_ts + 3000;
+    cp.logics_msg_timestamp = first_ts + 3000;
+    std::fs::write(root.join("checkpoint"), cp.to_bytes()).unwrap();
+    // The index files recovery keeps, and where their last entries are.
+    let kept_end = store
+        .index_files
+        .iter()
+        .filter_map(|p| {
+            let b = std::fs::read(p).unwrap();
+            let h = IndexHeader::from_bytes(&b).unwrap();
+            (h.end_timestamp <= cp.index_msg_timestamp && h.index_count > 1)
+                .then_some(h.end_phy_offset)
+        })
+        .max()
+        .expect("a kept index file");
+    let mut lost = 0u64;
+    for seg in segs.iter().take(2) {
+        let m = rmqstore::format::mapped::Mapped::open(&seg.path).unwrap();
+        for r in RecordIter::new(&m, &seg.path, seg.start, true) {
+            let r = r.unwrap();
+            let keyed = r.uniq_key().is_some() || !r.keys().is_empty();
+            let rollback =
+                r.transaction_type() == rmqstore::format::commitlog::TransactionType::Rollback;
+            if (r.position as i64) > kept_end && keyed && !rollback {
+                lost += 1;
+            }
+        }
+    }
+    let (_, plan) = explain_json(&root);
+    assert_eq!(plan["start_file"]["start"].as_u64().unwrap(), start.start);
+    assert!(lost > 0);
+    assert_eq!(plan["index_records_lost"].as_u64().unwrap(), lost);
+}

@@ -3342,15 +3342,29 @@ fn walk_findings(
                             ),
                         );
                     }
-                    Finding::new(
+                    let no_data = w.stop_pos == 0 && w.records == 0 && w.after_records == 0;
+                    let f = Finding::new(
                         "commitlog.dirty_tail",
                         path,
                         pos,
-                        format!(
-                            "{} bytes after the end of the data are not zero (up to position {end})",
-                            end.saturating_sub(pos)
-                        ),
-                    )
+                        if no_data {
+                            format!(
+                                "the file holds no record, yet {} of its bytes are not zero (up \
+                                 to position {end}): they are not commitlog data",
+                                end.saturating_sub(pos)
+                            )
+                        } else {
+                            format!(
+                                "{} bytes after the end of the data are not zero (up to position {end})",
+                                end.saturating_sub(pos)
+                            )
+                        },
+                    );
+                    if no_data {
+                        f.with_severity(Severity::Error)
+                    } else {
+                        f
+                    }
                 }
                 WalkProblem::NoBlank { .. } => Finding::new(
                     "commitlog.no_blank",
