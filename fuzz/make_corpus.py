@@ -76,3 +76,24 @@ for slots,entries,n in [(5,10,6),(3,20,19),(16,40,30),(1,4,3),(7,9,0)]:
 f=sorted(glob.glob(R+'/fixtures/store-4.9/index/*'))[0]
 w('index_file','fx49-real',rd(f))
 print('ok')
+# store_walk: whole small stores written by `rmqstore gen` in the target's geometry, packed as
+# [u16 len][commitlog][u16 len][consume queue][u16 len][index][consumerOffset.json]
+import subprocess, tempfile, shutil
+exe=os.path.join(R,'target','release','rmqstore')
+if os.path.exists(exe):
+    for seed,n in [(1,40),(2,90),(3,25)]:
+        d=tempfile.mkdtemp()
+        s=os.path.join(d,'s')
+        subprocess.run([exe,'gen',s,'--messages',str(n),'--seed',str(seed),'--commitlog-file-size','32768',
+                        '--cq-file-units','50','--index-slots','8','--index-entries','16'],check=True,stdout=subprocess.DEVNULL)
+        cls=sorted(glob.glob(s+'/commitlog/*'))
+        cl=b''.join(rd(f) for f in cls[:2])
+        cl=cl.rstrip(b'\0')[:65535]
+        cqs=sorted(glob.glob(s+'/consumequeue/*/*/*'))
+        cq=(rd(cqs[0]).rstrip(b'\0') if cqs else b'')[:1000]
+        ixs=sorted(glob.glob(s+'/index/*'))
+        ix=(rd(ixs[0]) if ixs else b'')[:65535]
+        co=rd(s+'/config/consumerOffset.json') if os.path.exists(s+'/config/consumerOffset.json') else b'{}'
+        pack=b''.join(struct.pack('<H',len(x))+x for x in (cl,cq,ix))+co
+        w('store_walk',f'gen-{seed}',pack)
+        shutil.rmtree(d)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks over a generated multi-GB store, each next to `cat commitlog/*` in the same run:
-# gen, info, a CRC-checked parallel read, verify, dump --json, rebuild, 1,000 key lookups, and the
-# browser's time to first screen. Figures go to README.md by hand.
+# gen, info, a CRC-checked parallel read, verify, dump --json, rebuild, 1,000 key lookups, the
+# browser's time to first screen, and repair at scale (a flipped body bit in the middle of a
+# 1 GiB commitlog file: verify, the dry run, repair --out, verify of the result). Figures go to
+# README.md by hand.
 # Usage: scripts/bench.sh [DIR] [OPERATIONS]   (default: a 2 GiB store of 2,000,000 operations)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +13,7 @@ cargo build --release --bins --examples >/dev/null
 bin=target/release/rmqstore
 t() { /usr/bin/time -f "  %e s wall, %M KiB max RSS" "$@"; }
 cold() { sync; if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; echo "  (cold cache)"; fi; }
-rm -rf "$dir" "$dir.rebuilt"
+rm -rf "$dir" "$dir.rebuilt" "$dir.damaged" "$dir.damaged.repaired"
 echo "== gen $n operations into $dir (default geometry: 1 GiB commitlog files)"
 t $bin gen "$dir" --messages "$n"
 du -sh --apparent-size "$dir/commitlog"
@@ -40,3 +42,20 @@ t $bin info "$dir" >/dev/null
 echo "== tui: time to first screen"
 cold; target/release/examples/tui_first_screen "$dir"
 target/release/examples/tui_first_screen "$dir"
+echo "== repair at scale: a flipped body bit at 512 MiB of the first 1 GiB commitlog file"
+dmg="$dir.damaged"
+rm -rf "$dmg" "$dmg.repaired"
+cp -al "$dir" "$dmg"
+first=$(ls "$dmg"/commitlog/* | head -1)
+cp --sparse=always "$first" "$first.copy" && mv "$first.copy" "$first"
+python3 - "$first" <<'PY'
+import sys
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(512 << 20); b = f.read(1); f.seek(512 << 20); f.write(bytes([b[0] ^ 0x10]))
+PY
+t sh -c "cat '$dmg'/commitlog/* > /dev/null"
+t $bin verify "$dmg" >/dev/null || true
+t $bin repair "$dmg" --dry-run >/dev/null
+t $bin repair "$dmg" --out "$dmg.repaired"
+t $bin verify "$dmg.repaired" >/dev/null
+rm -rf "$dmg" "$dmg.repaired"

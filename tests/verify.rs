@@ -762,3 +762,70 @@ fn regression_13_index_entries_lost_on_an_unclean_start() {
     assert!(lost > 0);
     assert_eq!(plan["index_records_lost"].as_u64().unwrap(), lost);
 }
+
+/// The summary and the recovery explanation tell the same story: whether the broker starts,
+/// which recovery it runs, where its data ends (issue 13: a commitlog file extended to 3 GiB
+/// was "normal on next start" in the summary while the explanation said the broker refuses).
+#[test]
+fn regression_13_summary_and_recovery_explanation_agree() {
+    let damages: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+        ("none", Box::new(|_: &Path| {})),
+        (
+            "a commitlog file extended to 3 GiB",
+            Box::new(|r: &Path| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(r.join("commitlog/00000000000000262144"))
+                    .unwrap()
+                    .set_len(3 << 30)
+                    .unwrap()
+            }),
+        ),
+        (
+            "a folder in place of a commitlog file",
+            Box::new(|r: &Path| {
+                let f = r.join("commitlog/00000000000000524288");
+                std::fs::remove_file(&f).unwrap();
+                std::fs::create_dir(&f).unwrap();
+            }),
+        ),
+        (
+            "a foreign file in a queue folder",
+            Box::new(|r: &Path| {
+                std::fs::write(r.join("consumequeue/OrderTopic/0/notes.txt"), b"x").unwrap()
+            }),
+        ),
+        (
+            "an unclean shutdown",
+            Box::new(|r: &Path| std::fs::write(r.join("abort"), b"").unwrap()),
+        ),
+    ];
+    for (what, damage) in damages {
+        let (_t, root) = copy_store(&fixture("store-4.9"));
+        damage(&root);
+        let r = verify_json(&root, &[]);
+        let (_, plan) = explain_json(&root);
+        assert_eq!(
+            r.summary["refuses_to_start"], plan["refuses_to_start"],
+            "{what}"
+        );
+        assert_eq!(r.summary["recovery_mode"], plan["mode"], "{what}");
+        assert_eq!(r.summary["recovery_cut"], plan["cut"]["offset"], "{what}");
+        let human =
+            String::from_utf8(bin().arg("verify").arg(&root).output().unwrap().stdout).unwrap();
+        let refuses = !plan["refuses_to_start"].as_array().unwrap().is_empty();
+        assert_eq!(
+            human.contains("REFUSES TO START"),
+            refuses,
+            "{what}: {human}"
+        );
+        assert_eq!(
+            what != "none" && what != "an unclean shutdown",
+            refuses,
+            "{what}"
+        );
+        if refuses {
+            assert_eq!(r.code, 1, "{what}");
+        }
+    }
+}

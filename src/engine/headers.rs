@@ -127,6 +127,18 @@ pub struct Gap {
     pub prev_offset: u64,
 }
 
+/// Where a queue's records are in the commitlog: its first and last record and the queue
+/// offset after the last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueueEnds {
+    pub topic: String,
+    pub queue_id: i32,
+    pub first_q: i64,
+    pub first_offset: u64,
+    pub next_q: i64,
+    pub last_offset: u64,
+}
+
 /// A consume queue unit at `unit` that points at the record at `offset` with the record's size
 /// and tags code, while the record names `found` (one field apart).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,6 +214,7 @@ pub fn judge(
     claims: &[Claim],
     gaps: &[Gap],
     lone: &[(u64, QueueSlot)],
+    ends: &[QueueEnds],
 ) -> Judgement {
     let mut out = Judgement::default();
     let mut explained = vec![false; gaps.len()];
@@ -222,15 +235,45 @@ pub fn judge(
     // A record out of the sequence of the queue it names: a rule broke, it is alone there, its
     // queue's offsets break at it and right after it, or its queue offset is one the queue
     // already had (or gets again right after it).
+    let outlier = |offset: u64, slot: &QueueSlot| {
+        let k = (slot.topic.clone(), slot.queue_id);
+        at.contains_key(&(k.clone(), offset)) && after.contains_key(&(k, offset))
+    };
     let out_of_sequence = |offset: u64, slot: &QueueSlot| {
         let k = (slot.topic.clone(), slot.queue_id);
         let here = at.get(&(k.clone(), offset)).map(|&i| &gaps[i]);
         let next = after.get(&(k, offset)).map(|&i| &gaps[i]);
         suspect_at.contains_key(&offset)
             || lone_at.contains_key(&offset)
-            || (here.is_some() && next.is_some())
+            || outlier(offset, slot)
             || here.is_some_and(|g| g.found < g.expected)
             || next.is_some_and(|g| g.found < g.expected && g.found == slot.queue_offset)
+    };
+    // The queue of `slot` has no record with its queue offset around commitlog offset
+    // `offset`: a break that skips it with records on both sides, or it lies past the queue's
+    // last record or before its first, or the queue has no record at all.
+    let ends_of: HashMap<QueueKey, &QueueEnds> = ends
+        .iter()
+        .map(|e| ((e.topic.clone(), e.queue_id), e))
+        .collect();
+    let lacks = |offset: u64, slot: &QueueSlot| {
+        let q = slot.queue_offset;
+        let in_gap = gaps.iter().any(|g| {
+            g.topic == slot.topic
+                && g.queue_id == slot.queue_id
+                && g.expected <= q
+                && q < g.found
+                && g.prev_offset < offset
+                && offset < g.offset
+        });
+        in_gap
+            || match ends_of.get(&(slot.topic.clone(), slot.queue_id)) {
+                None => true,
+                Some(e) => {
+                    (e.next_q == q && e.last_offset < offset)
+                        || (e.first_q == q + 1 && offset < e.first_offset)
+                }
+            }
     };
     // The gaps a fixed record explains: in the queue it names, the break at it and after it;
     // in the queue it belongs to, the break where its offset was missing.
@@ -259,15 +302,7 @@ pub fn judge(
     for (ci, c) in claims.iter().enumerate() {
         if let Some((found, right)) = c.sys_flag {
             // The record left its queue's sequence: the queue lacks its offset around it.
-            let hole = gaps.iter().any(|g| {
-                g.topic == c.unit.topic
-                    && g.queue_id == c.unit.queue_id
-                    && g.expected <= c.unit.queue_offset
-                    && c.unit.queue_offset < g.found
-                    && g.prev_offset < c.offset
-                    && c.offset < g.offset
-            });
-            if !hole || fixed.keys().any(|(o, _)| *o == c.offset) {
+            if !lacks(c.offset, &c.unit) || fixed.keys().any(|(o, _)| *o == c.offset) {
                 continue;
             }
             out.accepted_claims.push(ci);
@@ -299,7 +334,15 @@ pub fn judge(
         let Some(field) = c.found.only_difference(&c.unit) else {
             continue;
         };
-        if fixed.keys().any(|(o, _)| *o == c.offset) || !out_of_sequence(c.offset, &c.found) {
+        // A queue offset of the record's own queue: only an outlier between its neighbours (a
+        // record numbered again after a restart, which the broker's writer also puts at its
+        // write position, fits the sequence it starts). Another topic or queue: the record does
+        // not fit the queue it names, and the unit's queue lacks the record's place.
+        let proven = match field {
+            Field::QueueOffset => outlier(c.offset, &c.found),
+            _ => out_of_sequence(c.offset, &c.found) && lacks(c.offset, &c.unit),
+        };
+        if fixed.keys().any(|(o, _)| *o == c.offset) || !proven {
             continue;
         }
         out.accepted_claims.push(ci);
@@ -569,7 +612,7 @@ mod tests {
         }];
         let gaps = [gap("T", 3, 7, 8, 300, 100)];
         let lone = [(200, slot("T", 1_073_741_827, 7))];
-        let j = judge(&[], &claims, &gaps, &lone);
+        let j = judge(&[], &claims, &gaps, &lone, &[]);
         assert_eq!(j.damaged.len(), 1);
         let d = &j.damaged[0];
         assert_eq!((d.offset, d.field), (200, Field::QueueId));
@@ -577,8 +620,31 @@ mod tests {
         assert_eq!(j.explained_gaps, vec![0]);
         assert_eq!(j.accepted_claims, vec![0]);
         // A unit pointing at a record that fits its own queue's sequence proves nothing.
-        let j = judge(&[], &claims, &[], &[]);
+        let j = judge(&[], &claims, &[], &[], &[]);
         assert!(j.damaged.is_empty());
+        // Nor one whose own queue has the record's place filled (the unit is what is wrong).
+        let ends = [QueueEnds {
+            topic: "T".into(),
+            queue_id: 3,
+            first_q: 0,
+            first_offset: 10,
+            next_q: 9,
+            last_offset: 900,
+        }];
+        let j = judge(&[], &claims, &[], &lone, &ends);
+        assert!(j.damaged.is_empty());
+        // A record numbered again after a restart (0, 0, 1 in one queue) is no damage, though
+        // the broker's writer puts its unit at its write position (1).
+        let again = [Claim {
+            offset: 200,
+            unit: slot("T", 0, 1),
+            found: slot("T", 0, 0),
+            unit_file: "cq".into(),
+            unit_pos: 20,
+            sys_flag: None,
+        }];
+        let gaps = [gap("T", 0, 1, 0, 200, 100)];
+        assert!(judge(&[], &again, &gaps, &[], &[]).damaged.is_empty());
     }
 
     #[test]
@@ -588,24 +654,24 @@ mod tests {
             gap("T", 0, 5, 9999, 200, 100),
             gap("T", 0, 10000, 6, 300, 200),
         ];
-        let j = judge(&[], &[], &gaps, &[]);
+        let j = judge(&[], &[], &gaps, &[], &[]);
         assert_eq!(j.damaged.len(), 1);
         assert_eq!(j.damaged[0].field, Field::QueueOffset);
         assert_eq!(j.damaged[0].fix.as_ref().unwrap().value, "5");
         assert_eq!(j.explained_gaps, vec![0, 1]);
         // A real jump (the next record continues from it) is no damage.
         let gaps = [gap("T", 0, 5, 9999, 200, 100), gap("T", 1, 3, 5, 300, 250)];
-        assert!(judge(&[], &[], &gaps, &[]).damaged.is_empty());
+        assert!(judge(&[], &[], &gaps, &[], &[]).damaged.is_empty());
         // VopicB/3 at 200 is alone; TopicB/3 lacks 7 between 100 and 300.
         let gaps = [gap("TopicB", 3, 7, 8, 300, 100)];
         let lone = [(200, slot("VopicB", 3, 7))];
-        let j = judge(&[], &[], &gaps, &lone);
+        let j = judge(&[], &[], &gaps, &lone, &[]);
         assert_eq!(j.damaged.len(), 1);
         assert_eq!(j.damaged[0].field, Field::Topic);
         assert_eq!(j.damaged[0].fix.as_ref().unwrap().value, "TopicB");
         // Two candidates: nothing is proven.
         let lone = [(150, slot("VopicB", 3, 7)), (200, slot("TopicB", 2, 7))];
-        assert!(judge(&[], &[], &gaps, &lone).damaged.is_empty());
+        assert!(judge(&[], &[], &gaps, &lone, &[]).damaged.is_empty());
     }
 
     #[test]
@@ -622,7 +688,7 @@ mod tests {
                 rule: Rule::PhysicalOffset { found: 99 },
             },
         ];
-        let j = judge(&suspects, &[], &[], &[]);
+        let j = judge(&suspects, &[], &[], &[], &[]);
         assert_eq!(j.damaged.len(), 2);
         assert!(j.damaged[0].fix.is_none());
         assert_eq!(j.damaged[1].fix.as_ref().unwrap().value, "20");

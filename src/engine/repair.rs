@@ -274,10 +274,28 @@ pub fn plan(store: &Store) -> Result<Plan> {
         };
         let limit = seg.len.min(size);
         let stop = w.stop_pos.min(limit);
-        if let Some(d) = unfixable
+        let break_here = report
+            .queue_breaks
             .iter()
-            .find(|d| d.offset >= seg.start && d.offset < seg.start + stop)
-        {
+            .find(|&&o| o >= seg.start && o < seg.start + stop)
+            .copied();
+        let header_here = unfixable
+            .iter()
+            .find(|d| d.offset >= seg.start && d.offset < seg.start + stop);
+        if let Some(o) = break_here.filter(|&o| header_here.is_none_or(|d| o < d.offset)) {
+            cut = Some((
+                i,
+                o - seg.start,
+                format!(
+                    "the record at commitlog offset {o} breaks its queue's offset sequence, and \
+                     nothing proves what its queue offset was (the broker's dispatch would \
+                     misplace or skip the units from there on)"
+                ),
+                true,
+            ));
+            break;
+        }
+        if let Some(d) = header_here {
             cut = Some((
                 i,
                 d.offset - seg.start,

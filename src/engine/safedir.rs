@@ -387,38 +387,39 @@ pub fn data_ranges(f: &File, limit: u64) -> Vec<(u64, u64)> {
     out
 }
 
-/// Copy `len` bytes of `src` from `src_at` into `dst` at `dst_at` (in the kernel where it can,
-/// else through a buffer), without reading them into memory whole.
-pub fn copy_bytes(
-    src: &File,
-    src_at: u64,
-    dst: &File,
-    dst_at: u64,
-    len: u64,
-) -> std::io::Result<()> {
+/// One side of a copy, for errors that name the file at fault.
+pub struct Side<'a> {
+    pub file: &'a File,
+    pub path: &'a Path,
+    pub at: u64,
+}
+
+/// Copy `len` bytes from `src` to `dst` (in the kernel where it can, else through a buffer),
+/// without reading them into memory whole. An error names the file that failed: the source
+/// when it cannot be read, the destination when it cannot be written.
+pub fn copy_bytes(src: Side<'_>, dst: Side<'_>, len: u64) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let (mut a, mut b, mut left) = (src_at, dst_at, len);
+    let (mut a, mut b, mut left) = (src.at, dst.at, len);
     while left > 0 {
         let n = left.min(1 << 30) as usize;
         let (mut ia, mut ib) = (a as i64, b as i64);
-        match nix::fcntl::copy_file_range(src, Some(&mut ia), dst, Some(&mut ib), n) {
-            Ok(0) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the file ended while it was copied",
-                ))
-            }
-            Ok(k) => {
+        match nix::fcntl::copy_file_range(src.file, Some(&mut ia), dst.file, Some(&mut ib), n) {
+            Ok(k) if k > 0 => {
                 a += k as u64;
                 b += k as u64;
                 left -= k as u64;
             }
-            Err(_) => {
+            // Not possible here, or an error: the plain way says which side failed.
+            _ => {
                 let mut buf = vec![0u8; (1 << 20).min(left as usize)];
                 while left > 0 {
                     let n = buf.len().min(left as usize);
-                    src.read_exact_at(&mut buf[..n], a)?;
-                    dst.write_all_at(&buf[..n], b)?;
+                    src.file
+                        .read_exact_at(&mut buf[..n], a)
+                        .map_err(|e| Error::io(src.path, e))?;
+                    dst.file
+                        .write_all_at(&buf[..n], b)
+                        .map_err(|e| Error::io(dst.path, e))?;
                     a += n as u64;
                     b += n as u64;
                     left -= n as u64;
@@ -444,7 +445,19 @@ pub fn write_copy(
     let keep = keep.min(src_len);
     let to = create_new(dst)?;
     for (a, b) in data_ranges(&from, keep) {
-        copy_bytes(&from, a, &to, a, b - a).map_err(|e| Error::io(dst, e))?;
+        copy_bytes(
+            Side {
+                file: &from,
+                path: src,
+                at: a,
+            },
+            Side {
+                file: &to,
+                path: dst,
+                at: a,
+            },
+            b - a,
+        )?;
     }
     to.set_len(len.max(keep)).map_err(|e| Error::io(dst, e))?;
     for (at, bytes) in patches {
@@ -457,7 +470,19 @@ pub fn write_copy(
 pub fn save_range(src: &Path, from: u64, to: u64, dst: &Path) -> Result<()> {
     let f = crate::format::entry::open_regular(src)?;
     let out = create_new(dst)?;
-    copy_bytes(&f, from, &out, 0, to.saturating_sub(from)).map_err(|e| Error::io(dst, e))?;
+    copy_bytes(
+        Side {
+            file: &f,
+            path: src,
+            at: from,
+        },
+        Side {
+            file: &out,
+            path: dst,
+            at: 0,
+        },
+        to.saturating_sub(from),
+    )?;
     out.sync_all().map_err(|e| Error::io(dst, e))
 }
 

@@ -218,6 +218,10 @@ pub struct Report {
     /// The walk of each commitlog file, as recovery walks it (`None` when not walked).
     #[serde(skip)]
     pub walks: Vec<Option<FileWalk>>,
+    /// Commitlog offsets of records whose queue offset breaks their queue's sequence with no
+    /// damaged header to explain it, in commitlog order.
+    #[serde(skip)]
+    pub queue_breaks: Vec<u64>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2604,13 +2608,32 @@ fn verify_with_side(
             )
         })
         .collect();
-    let judgement = headers::judge(&merged.suspects, &claims, &merged.gaps, &lone);
+    let ends: Vec<headers::QueueEnds> = merged
+        .queues
+        .iter()
+        .map(|((t, q), run)| headers::QueueEnds {
+            topic: t.clone(),
+            queue_id: *q,
+            first_q: run.first_q,
+            first_offset: run.first_pos,
+            next_q: run.next_q,
+            last_offset: run.last_pos,
+        })
+        .collect();
+    let judgement = headers::judge(&merged.suspects, &claims, &merged.gaps, &lone, &ends);
     if want_cl {
         header_findings(store, &judgement, &mut sink);
-        if opts.strict {
-            gap_findings(store, &merged.gaps, &judgement, &mut sink);
-        }
+        gap_findings(store, &merged.gaps, &judgement, &mut sink);
     }
+    // Breaks in queue offset sequences that no damaged header explains: the broker's dispatch
+    // misplaces (or, for a repeat, skips) the units from there on.
+    let queue_breaks: Vec<u64> = merged
+        .gaps
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !judgement.explained_gaps.contains(i))
+        .map(|(_, g)| g.offset)
+        .collect();
     for (i, f) in claim_findings.into_iter().enumerate() {
         if !judgement.accepted_claims.contains(&i) {
             sink.push(f);
@@ -2769,6 +2792,11 @@ fn verify_with_side(
         recovery: plan,
         damaged_headers: judgement.damaged,
         walks: merged.walks,
+        queue_breaks: {
+            let mut v = queue_breaks;
+            v.sort_unstable();
+            v
+        },
     })
 }
 
@@ -2841,7 +2869,7 @@ fn header_findings(store: &Store, j: &headers::Judgement, sink: &mut Sink) {
     }
 }
 
-/// `--strict`: breaks in queue offset sequences that no damaged header explains.
+/// Breaks in queue offset sequences that no damaged header explains.
 fn gap_findings(store: &Store, gaps: &[Gap], j: &headers::Judgement, sink: &mut Sink) {
     for (i, g) in gaps.iter().enumerate() {
         if j.explained_gaps.contains(&i) {
@@ -2870,10 +2898,14 @@ fn gap_findings(store: &Store, gaps: &[Gap], j: &headers::Judgement, sink: &mut 
                 ),
             )
             .about_record(g.offset)
-            .with_action(
+            .with_action(if g.found > g.expected {
                 "the broker does not check it; its consume queue writer appends at its own \
-                 position, so later units of this queue are misplaced",
-            ),
+                 position, so this and later units of the queue are misplaced"
+            } else {
+                "the broker does not check it; its consume queue writer takes this record for a \
+                 repeat and gives it no unit (or, at queue offset 0, appends it at its own \
+                 position): consumers miss it or read the queue misplaced"
+            }),
         );
     }
 }

@@ -172,7 +172,7 @@ pub const CODES: &[(&str, Severity, &str)] = &[
     ),
     (
         "commitlog.queue_offset_repeat",
-        Severity::Warning,
+        Severity::Error,
         "a queue offset appears twice in the commitlog",
     ),
     (
