@@ -768,7 +768,8 @@ fn regression_13_index_entries_lost_on_an_unclean_start() {
 /// was "normal on next start" in the summary while the explanation said the broker refuses).
 #[test]
 fn regression_13_summary_and_recovery_explanation_agree() {
-    let damages: Vec<(&str, Box<dyn Fn(&Path)>)> = vec![
+    type Damage = Box<dyn Fn(&Path)>;
+    let damages: Vec<(&str, Damage)> = vec![
         ("none", Box::new(|_: &Path| {})),
         (
             "a commitlog file extended to 3 GiB",
