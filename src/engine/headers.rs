@@ -101,6 +101,8 @@ pub enum Rule {
     Topic(NameError),
     /// The queue id is negative.
     NegativeQueueId,
+    /// A record that gets a unit has a negative queue offset.
+    NegativeQueueOffset,
     /// The queue id is not below the topic's queue count in topics.json, and the queue has no
     /// consume queue folder.
     QueueIdOutOfRange { queues: i32 },
@@ -500,6 +502,12 @@ pub fn judge(
                 Field::QueueId,
                 s.slot.queue_id.to_string(),
                 "a queue id is never negative".to_string(),
+                None,
+            ),
+            Rule::NegativeQueueOffset => (
+                Field::QueueOffset,
+                s.slot.queue_offset.to_string(),
+                "a queue offset is never negative".to_string(),
                 None,
             ),
             Rule::QueueIdOutOfRange { queues } => (

@@ -1120,6 +1120,8 @@ impl<'c, 'a> SegState<'c, 'a> {
                 Some(Rule::Topic(e))
             } else if m.queue_id < 0 {
                 Some(Rule::NegativeQueueId)
+            } else if m.queue_offset < 0 && m.transaction_type().is_queued() {
+                Some(Rule::NegativeQueueOffset)
             } else {
                 None
             };

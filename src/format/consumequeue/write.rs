@@ -73,6 +73,10 @@ impl QueueWriter {
         if unit.offset + unit.size as i64 <= self.max_physic_offset {
             return Ok(()); // a repeat of a dispatched record
         }
+        if queue_offset < 0 {
+            // Below every write position: the broker takes it for a repeat and writes nothing.
+            return Ok(());
+        }
         let expected = (queue_offset.max(0) as u64).saturating_mul(UNIT_SIZE as u64);
         let pos = match self.pos {
             Some(p) => p,

@@ -1,0 +1,473 @@
+//! Carrying a plan out: the repaired store staged in a new folder, every byte that does not
+//! reach it saved in the repair folder and listed in the manifest.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{rel, salvage_scan, Fate, Manifest, Plan, Removed, STAGE_MARKER};
+use crate::engine::index::IndexNaming;
+use crate::engine::rebuild::{rebuild_from, Source};
+use crate::engine::safedir::{link_or_copy, save_range, sync_tree, write_copy, write_new};
+use crate::engine::store::{paths, Store};
+use crate::engine::writer::{StoreWriter, WriterOptions};
+use crate::format::checkpoint::Checkpoint;
+use crate::format::entry::{self, Entry, Kind};
+use crate::format::error::{Error, Result};
+use crate::format::mapped::Mapped;
+
+/// Carries a plan out: the repaired store is staged at `stage` (which must not exist), its repair
+/// folder at `stage/<repair_name>`. Nothing outside `stage` is written.
+pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Result<Manifest> {
+    if entry::probe(stage).kind != Kind::Missing {
+        return Err(Error::layout(
+            stage,
+            "already exists: refusing to write over it",
+        ));
+    }
+    std::fs::create_dir_all(stage).map_err(|e| Error::io(stage, e))?;
+    write_new(&stage.join(STAGE_MARKER), b"")?;
+    let repair = stage.join(repair_name);
+    let mut st = Staging {
+        store,
+        repair: repair.clone(),
+        removed: Vec::new(),
+        aside: plan.set_aside.iter().map(|(e, _)| e.path.clone()).collect(),
+    };
+    std::fs::create_dir_all(&repair).map_err(|e| Error::io(&repair, e))?;
+    let size = store.geometry.commitlog_file_size.value;
+
+    // Commitlog.
+    let cl = stage.join(paths::COMMITLOG);
+    std::fs::create_dir_all(&cl).map_err(|e| Error::io(&cl, e))?;
+    for (i, seg) in store.commitlog.segments.iter().enumerate() {
+        let relp = rel(store, &seg.path);
+        let name = seg.path.file_name().map(PathBuf::from).unwrap_or_default();
+        match plan.fates.get(i).cloned().unwrap_or(Fate::Keep) {
+            Fate::Keep => link_or_copy(&seg.path, &cl.join(&name))?,
+            Fate::Out => st.save_whole(&seg.path, "after the commitlog cut")?,
+            Fate::Rewrite { keep } => {
+                let patches = plan.file_patches.get(&i).cloned().unwrap_or_default();
+                for (at, new) in &patches {
+                    st.save_part(
+                        &seg.path,
+                        *at,
+                        *at + new.len() as u64,
+                        "a header field or blank size rewritten",
+                    )?;
+                }
+                write_copy(&seg.path, &cl.join(&name), keep, size, &patches)?;
+                st.save_tail(&seg.path, keep, seg.len, &relp)?;
+            }
+        }
+    }
+    let mut m = Manifest {
+        store: store.root.display().to_string(),
+        created: chrono::Utc::now().to_rfc3339(),
+        cut: plan.cut.clone(),
+        actions: plan.actions.clone(),
+        headers: plan.headers.clone(),
+        removed: Vec::new(),
+        salvaged_records: 0,
+        salvaged_bytes: 0,
+        messages_kept: 0,
+        checkpoint: None,
+    };
+    salvage(store, plan, &repair, &mut m)?;
+
+    // Consume queues and index from the kept records, compared with the old ones.
+    let src = Source {
+        store,
+        end: plan.cut.as_ref().map(|c| c.offset),
+        patches: &plan.patches,
+    };
+    let summary = rebuild_from(&src, stage, &plan.rebuild, &|_| {})?;
+    m.messages_kept = summary.records;
+    st.compare_tree(
+        &store.root.join(paths::CONSUMEQUEUE),
+        &stage.join(paths::CONSUMEQUEUE),
+        "the consume queues were rebuilt",
+    )?;
+    compare_index(&mut st, stage)?;
+
+    // Checkpoint set to the data.
+    let cp = Checkpoint {
+        physic_msg_timestamp: summary.last_store_timestamp,
+        logics_msg_timestamp: summary.last_queued_timestamp,
+        index_msg_timestamp: summary.index_msg_timestamp,
+        ..store.checkpoint().ok().flatten().unwrap_or_default()
+    };
+    let new_cp = cp.to_bytes();
+    let cp_path = store.checkpoint_path();
+    let old_cp = entry::read_prefix(&cp_path, new_cp.len() as u64 + 1).ok();
+    if old_cp.as_deref() != Some(&new_cp[..]) && entry::probe(&cp_path).kind.is_file() {
+        st.save_whole(&cp_path, "replaced by a checkpoint of the repaired data")?;
+    }
+    write_new(&stage.join(paths::CHECKPOINT), &new_cp)?;
+    m.checkpoint = Some(cp);
+    if store.abort.present && entry::probe(&store.root.join(paths::ABORT)).kind.is_file() {
+        st.save_whole(
+            &store.root.join(paths::ABORT),
+            "the repaired store is consistent",
+        )?;
+    }
+    for (e, why) in &plan.set_aside {
+        st.set_aside(e, why)?;
+    }
+    copy_others(store, stage, &mut st)?;
+    copy_config(store, stage, plan, &mut st)?;
+    m.removed = std::mem::take(&mut st.removed);
+    let text = serde_json::to_string_pretty(&m).unwrap_or_default();
+    write_new(&repair.join("manifest.json"), text.as_bytes())?;
+    sync_tree(stage)?;
+    Ok(m)
+}
+
+/// The repair folder being filled, and the list of what left the store.
+struct Staging<'a> {
+    store: &'a Store,
+    repair: PathBuf,
+    removed: Vec<Removed>,
+    /// Entries the plan sets aside: never copied into the stage.
+    aside: Vec<PathBuf>,
+}
+
+impl Staging<'_> {
+    fn saved_path(&self, relp: &str, suffix: &str) -> (PathBuf, String) {
+        let saved = format!("removed/{relp}{suffix}");
+        (self.repair.join(&saved), saved)
+    }
+
+    /// A whole file of the store, kept in the repair folder by a hard link.
+    fn save_whole(&mut self, p: &Path, why: &str) -> Result<()> {
+        let relp = rel(self.store, p);
+        let (dst, saved) = self.saved_path(&relp, "");
+        let len = entry::probe(p).kind.file_len();
+        link_or_copy(p, &dst)?;
+        self.removed.push(Removed {
+            file: relp,
+            offset: 0,
+            length: len,
+            saved_as: Some(saved),
+            why: why.into(),
+        });
+        Ok(())
+    }
+
+    /// Bytes `from..to` of a file, copied into the repair folder.
+    fn save_part(&mut self, p: &Path, from: u64, to: u64, why: &str) -> Result<()> {
+        let relp = rel(self.store, p);
+        let (dst, saved) = self.saved_path(&relp, &format!(".at-{from}"));
+        save_range(p, from, to, &dst)?;
+        self.removed.push(Removed {
+            file: relp,
+            offset: from,
+            length: to - from,
+            saved_as: Some(saved),
+            why: why.into(),
+        });
+        Ok(())
+    }
+
+    /// What a rewritten file does not keep after `keep`: data saved, zeros only listed.
+    fn save_tail(&mut self, p: &Path, keep: u64, len: u64, relp: &str) -> Result<()> {
+        if keep >= len {
+            return Ok(());
+        }
+        let f = entry::open_regular(p)?;
+        let map = Mapped::open(p)?;
+        let mut listed_to = keep;
+        for (a, b) in crate::engine::safedir::data_ranges(&f, len) {
+            let (a, b) = (a.max(keep), b);
+            if b <= a {
+                continue;
+            }
+            // Trim zeros at both ends of the data range: they need no copy.
+            let bytes = map.get(a as usize..b as usize).unwrap_or_default();
+            let Some(first) = bytes.iter().position(|&x| x != 0) else {
+                continue;
+            };
+            let last = bytes.iter().rposition(|&x| x != 0).unwrap_or(first);
+            let (s, e) = (a + first as u64, a + last as u64 + 1);
+            if s > listed_to {
+                self.zeros(relp, listed_to, s);
+            }
+            self.save_part(p, s, e, "after the end of the kept data")?;
+            listed_to = e;
+        }
+        if len > listed_to {
+            self.zeros(relp, listed_to, len);
+        }
+        map.release(0, map.len());
+        Ok(())
+    }
+
+    fn zeros(&mut self, relp: &str, from: u64, to: u64) {
+        self.removed.push(Removed {
+            file: relp.to_string(),
+            offset: from,
+            length: to - from,
+            saved_as: None,
+            why: "zeros after the end of the kept data".into(),
+        });
+    }
+
+    /// An entry that is not a regular file, or a foreign one: kept in the repair folder when it
+    /// has content that can be linked (files, symlinks), listed in any case.
+    fn set_aside(&mut self, e: &Entry, why: &str) -> Result<()> {
+        let relp = rel(self.store, &e.path);
+        let saved = if e.kind.is_file() || e.symlink {
+            let (dst, saved) = self.saved_path(&relp, "");
+            link_or_copy(&e.path, &dst)?;
+            Some(saved)
+        } else if e.kind == Kind::Dir {
+            let (dst, saved) = self.saved_path(&relp, "");
+            self.link_tree(&e.path, &dst)?;
+            Some(saved)
+        } else {
+            None
+        };
+        self.removed.push(Removed {
+            file: relp,
+            offset: 0,
+            length: e.kind.file_len(),
+            saved_as: saved,
+            why: why.into(),
+        });
+        Ok(())
+    }
+
+    /// Every regular file below `old` that is not byte-identical at the same path below `new` is
+    /// saved; `new` is the rebuilt tree.
+    fn is_aside(&self, p: &Path) -> bool {
+        self.aside.iter().any(|a| p.starts_with(a))
+    }
+
+    /// Link every file of the tree `from` into `to` (folders made, symlinks linked as
+    /// themselves, symlinked folders not followed); what cannot be linked (FIFOs, devices) is
+    /// listed as removed.
+    fn link_tree(&mut self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
+        for e in entry::list(from)? {
+            let Some(name) = e.path.file_name() else {
+                continue;
+            };
+            let dst = to.join(name);
+            if e.symlink {
+                link_or_copy(&e.path, &dst)?;
+                continue;
+            }
+            match e.kind {
+                Kind::Dir => self.link_tree(&e.path, &dst)?,
+                Kind::File { .. } => link_or_copy(&e.path, &dst)?,
+                k => self.removed.push(Removed {
+                    file: rel(self.store, &e.path),
+                    offset: 0,
+                    length: 0,
+                    saved_as: None,
+                    why: format!("{}: has no bytes to keep", k.describe()),
+                }),
+            }
+        }
+        Ok(())
+    }
+
+    fn compare_tree(&mut self, old: &Path, new: &Path, why: &str) -> Result<()> {
+        for (r, p) in files_below(old)? {
+            if self.is_aside(&p) {
+                continue;
+            }
+            if !same_bytes(&p, &new.join(&r))? {
+                self.save_whole(&p, why)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Relative path -> path of every regular file below `dir` (symlinks to files included,
+/// symlinked folders not followed: the walk cannot loop).
+fn files_below(dir: &Path) -> Result<BTreeMap<PathBuf, PathBuf>> {
+    let mut out = BTreeMap::new();
+    if entry::probe(dir).kind != Kind::Dir {
+        return Ok(out);
+    }
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in entry::list(&d)? {
+            match e.kind {
+                Kind::Dir if !e.symlink => stack.push(e.path.clone()),
+                Kind::File { .. } => {
+                    if let Ok(r) = e.path.strip_prefix(dir) {
+                        out.insert(r.to_path_buf(), e.path.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Byte-identical files (compared through their maps, a page at a time); a missing `b` differs.
+fn same_bytes(a: &Path, b: &Path) -> Result<bool> {
+    if !entry::probe(b).kind.is_file() {
+        return Ok(false);
+    }
+    let (x, y) = (Mapped::open(a)?, Mapped::open(b)?);
+    Ok(x.len() == y.len()
+        && x.chunks(1 << 20)
+            .zip(y.chunks(1 << 20))
+            .all(|(p, q)| p == q))
+}
+
+/// The index: when the rebuilt files are identical to the old ones the broker's own files (and
+/// names) are kept; otherwise the old ones are saved.
+fn compare_index(st: &mut Staging<'_>, stage: &Path) -> Result<()> {
+    let store = st.store;
+    let new_dir = stage.join(paths::INDEX);
+    let new: Vec<PathBuf> = files_below(&new_dir)?.into_values().collect();
+    let old = &store.index_files;
+    let mut same = old.len() == new.len();
+    for (a, b) in old.iter().zip(&new) {
+        if !same || !same_bytes(a, b)? {
+            same = false;
+            break;
+        }
+    }
+    if same {
+        for p in &new {
+            std::fs::remove_file(p).map_err(|e| Error::io(p, e))?;
+        }
+        for p in old {
+            if let Some(n) = p.file_name() {
+                link_or_copy(p, &new_dir.join(n))?;
+            }
+        }
+        return Ok(());
+    }
+    for p in old {
+        st.save_whole(p, "the index was rebuilt")?;
+    }
+    Ok(())
+}
+
+/// Everything else under the root (lock, compaction/, abort.bak, timerlog/, earlier repair
+/// folders, ...) goes along unchanged, linked.
+fn copy_others(store: &Store, stage: &Path, st: &mut Staging<'_>) -> Result<()> {
+    let skip = [
+        paths::COMMITLOG,
+        paths::CONSUMEQUEUE,
+        paths::INDEX,
+        paths::CHECKPOINT,
+        paths::ABORT,
+        paths::CONFIG,
+        STAGE_MARKER,
+    ];
+    for e in entry::list(&store.root)? {
+        let Some(name) = e.name.clone() else { continue };
+        if skip.contains(&name.as_str()) || st.is_aside(&e.path) {
+            continue;
+        }
+        let dst = stage.join(&name);
+        if e.symlink || e.kind.is_file() {
+            link_or_copy(&e.path, &dst)?;
+        } else if e.kind == Kind::Dir {
+            st.link_tree(&e.path, &dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// Config: copied (never linked: the broker rewrites them by rename anyway), the planned files
+/// written instead of their copies (the old ones saved).
+fn copy_config(store: &Store, stage: &Path, plan: &Plan, st: &mut Staging<'_>) -> Result<()> {
+    let src = store.config_dir();
+    let dst = stage.join(paths::CONFIG);
+    if entry::probe(&src).kind != Kind::Dir {
+        return Ok(());
+    }
+    std::fs::create_dir_all(&dst).map_err(|e| Error::io(&dst, e))?;
+    let writes: BTreeMap<&str, &str> = plan
+        .config
+        .iter()
+        .map(|w| (w.name, w.text.as_str()))
+        .collect();
+    for e in entry::list(&src)? {
+        let Some(name) = e.name.clone() else { continue };
+        if st.is_aside(&e.path) {
+            continue;
+        }
+        match e.kind {
+            Kind::File { len } => {
+                if writes.contains_key(name.as_str()) {
+                    st.save_whole(&e.path, "replaced by a repaired config file")?;
+                } else {
+                    write_copy(&e.path, &dst.join(&name), len, len, &[])?;
+                }
+            }
+            Kind::Dir => st.link_tree(&e.path, &dst.join(&name))?,
+            _ => {}
+        }
+    }
+    for (name, text) in writes {
+        write_new(&dst.join(name), text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Salvage the records after the cut into `repair/salvaged/` (a store) and `salvaged.jsonl`.
+fn salvage(store: &Store, plan: &Plan, repair: &Path, m: &mut Manifest) -> Result<()> {
+    let Some(c) = &plan.cut else { return Ok(()) };
+    let Some(i) = store
+        .commitlog
+        .segments
+        .iter()
+        .position(|s| rel(store, &s.path) == c.file)
+    else {
+        return Ok(());
+    };
+    let jsonl_path = repair.join("salvaged.jsonl");
+    let mut writer: Option<StoreWriter> = None;
+    let mut jsonl: Option<std::io::BufWriter<std::fs::File>> = None;
+    let (n, bytes) = salvage_scan(store, i, c.position, |path, r| {
+        let w = match writer.as_mut() {
+            Some(w) => w,
+            None => writer.insert(StoreWriter::create(
+                &repair.join("salvaged"),
+                WriterOptions {
+                    geometry: store.geometry.clone(),
+                    consumequeue: true,
+                    index: true,
+                    index_naming: IndexNaming::Local,
+                },
+            )?),
+        };
+        w.append(r.to_owned_message())?;
+        let j = match jsonl.as_mut() {
+            Some(j) => j,
+            None => jsonl.insert(std::io::BufWriter::new(crate::engine::safedir::create_new(
+                &jsonl_path,
+            )?)),
+        };
+        let line = crate::engine::message_json::MessageJson::new(
+            r,
+            path,
+            crate::engine::message_json::BodyMode::Base64,
+        );
+        serde_json::to_writer(&mut *j, &line).map_err(|e| Error::io(&jsonl_path, e.into()))?;
+        j.write_all(b"\n").map_err(|e| Error::io(&jsonl_path, e))
+    })?;
+    if let Some(w) = writer {
+        w.finish()?;
+    }
+    if let Some(mut j) = jsonl {
+        j.flush().map_err(|e| Error::io(&jsonl_path, e))?;
+        j.get_ref()
+            .sync_all()
+            .map_err(|e| Error::io(&jsonl_path, e))?;
+    }
+    m.salvaged_records = n;
+    m.salvaged_bytes = bytes;
+    Ok(())
+}
