@@ -488,7 +488,7 @@ fn walk_all(
         let mut seen = 0u64;
         let w = walk_segment(seg, file_pos, true, |m| {
             seen += 1;
-            if seen % 4096 == 0 {
+            if seen.is_multiple_of(4096) {
                 if stop.load(Ordering::Relaxed) {
                     hung_up = true;
                     return ControlFlow::Break(());

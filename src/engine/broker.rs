@@ -400,7 +400,7 @@ pub struct Engine {
 
 /// `value` rounded up to a multiple of `size`.
 fn round_up(value: u64, size: u64) -> u64 {
-    if size == 0 || value % size == 0 {
+    if size == 0 || value.is_multiple_of(size) {
         value
     } else {
         (value - value % size).saturating_add(size)

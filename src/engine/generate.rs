@@ -308,7 +308,7 @@ impl<'a> Gen<'a> {
             "traceId".into(),
             format!("t{:x}", self.rng.next() & 0xFFFFF),
         ));
-        if i % 5 == 0 {
+        if i.is_multiple_of(5) {
             pairs.push(("region".into(), "cn-上海".into()));
         }
         pairs.push((prop::CLUSTER.into(), "DefaultCluster".into()));
@@ -555,7 +555,7 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
             _ => g.normal(i)?,
         }
         i += 1;
-        if i % 1024 == 0 {
+        if i.is_multiple_of(1024) {
             progress(g.summary.bytes);
         }
     }

@@ -2152,7 +2152,7 @@ fn check_queue(c: &CqCtx<'_>, cq: &ConsumeQueue, run: Option<&QueueRun>) -> Resu
                 }
                 continue;
             }
-            if sample > 1 && q % sample != 0 {
+            if sample > 1 && !q.is_multiple_of(sample) {
                 continue;
             }
             while done.get(done_at).is_some_and(|&(_, b)| b <= q) {

@@ -22,7 +22,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 /// Hex to bytes (either case); `None` on an odd length or a non-hex character.
 pub fn from_hex(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
-    if b.len() % 2 != 0 {
+    if !b.len().is_multiple_of(2) {
         return None;
     }
     b.chunks_exact(2)

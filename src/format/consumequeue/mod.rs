@@ -213,7 +213,7 @@ impl ConsumeQueue {
                     f.len, self.file_size
                 ),
             ))
-        } else if self.file_size > 0 && f.start % self.file_size != 0 {
+        } else if self.file_size > 0 && !f.start.is_multiple_of(self.file_size) {
             Some(Error::layout(
                 &f.path,
                 format!("name {} is not a multiple of {}", f.start, self.file_size),

@@ -112,7 +112,7 @@ impl QueueWriter {
         let next = pos + UNIT_SIZE as u64;
         self.pos = Some(next);
         self.max_physic_offset = unit.offset + unit.size as i64;
-        if next % self.file_size == 0 {
+        if next.is_multiple_of(self.file_size) {
             self.flush()?;
             self.pending_start = next;
             self.files.push(next);

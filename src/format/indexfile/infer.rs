@@ -62,7 +62,7 @@ pub fn infer_geometry(bytes: &[u8]) -> Inference {
         ));
     }
     let body = len - INDEX_HEADER_SIZE as u64;
-    if body % HASH_SLOT_SIZE as u64 != 0 {
+    if !body.is_multiple_of(HASH_SLOT_SIZE as u64) {
         return none(format!(
             "size - 40 = {body} is not a multiple of 4, so no 40 + 4*slots + 20*entries equals it"
         ));
