@@ -160,7 +160,8 @@ fn assert_consistent(r: &Repaired, ctx: &str) {
     }
 }
 
-/// Every record readable before is in the repaired store at the same offset, or salvaged.
+/// Every record readable before is in the repaired store at the same offset (with the header
+/// fields the manifest says were written back), or salvaged.
 fn assert_nothing_lost(r: &Repaired, before: &BTreeMap<u64, Vec<u8>>, ctx: &str) {
     let kept = readable(&r.out);
     let mut salvaged: HashMap<u64, String> = HashMap::new();
@@ -173,8 +174,28 @@ fn assert_nothing_lost(r: &Repaired, before: &BTreeMap<u64, Vec<u8>>, ctx: &str)
             );
         }
     }
+    // header fields repair wrote back: commitlog offset of the record -> (place in it, old bytes)
+    let mut mended: HashMap<u64, Vec<(usize, Vec<u8>)>> = HashMap::new();
+    for h in r.manifest["headers"].as_array().into_iter().flatten() {
+        let record = h["record"].as_u64().unwrap();
+        let file_start: u64 = h["file"].as_str().unwrap()["commitlog/".len()..]
+            .parse()
+            .unwrap();
+        let at = (h["position"].as_u64().unwrap() - (record - file_start)) as usize;
+        let old = (0..h["old_bytes"].as_str().unwrap().len() / 2)
+            .map(|i| u8::from_str_radix(&h["old_bytes"].as_str().unwrap()[2 * i..2 * i + 2], 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .unwrap();
+        mended.entry(record).or_default().push((at, old));
+    }
     for (off, raw) in before {
-        if kept.get(off) == Some(raw) {
+        let mut now = kept.get(off).cloned();
+        if let (Some(now), Some(fields)) = (now.as_mut(), mended.get(off)) {
+            for (at, old) in fields {
+                now[*at..*at + old.len()].copy_from_slice(old);
+            }
+        }
+        if now.as_ref() == Some(raw) {
             continue;
         }
         assert!(salvaged.contains_key(off), "{ctx}: record at {off} lost");
@@ -502,5 +523,72 @@ fn in_place_survives_kills() {
             tree(&s) == new_form,
             "kill after {delay} ms: rerun did not finish"
         );
+    }
+}
+
+/// QUEUEOFFSET of the record at `p` (header bytes 20..28).
+fn queue_offset_at(f: &Path, p: usize) -> i64 {
+    let b = std::fs::read(f).unwrap();
+    i64::from_be_bytes(b[p + 20..p + 28].try_into().unwrap())
+}
+
+/// Found by the `store_walk` fuzz target: a record whose QUEUEOFFSET repeats the one before it
+/// in its queue. The broker's dispatch takes it for a repeat and writes no unit, so every later
+/// unit of the queue is one place off; the repaired store kept the record and failed verify.
+/// Now the field is written back where the unit or the record's neighbours prove its value, and
+/// the commitlog is cut where a break in a queue's offsets is left unexplained.
+#[test]
+fn regression_13_repeated_queue_offset() {
+    let f = commitlog_file(&fixture(), 2);
+    let p = (4..40)
+        .map(|n| record_pos(&f, n))
+        .find(|&p| queue_offset_at(&f, p) > 0)
+        .unwrap();
+    let repeat = (queue_offset_at(&f, p) - 1).to_be_bytes();
+    let r = check(&fixture(), "repeated queue offset", |s| {
+        patch(&commitlog_file(s, 2), p + 20, |b| {
+            b[..8].copy_from_slice(&repeat)
+        });
+    });
+    bin().arg("verify").arg(&r.original).assert().code(1);
+}
+
+/// Found by the `store_walk` fuzz target: a record with a negative QUEUEOFFSET. The broker's
+/// consume queue writer skips it (an offset below the queue's end is a repeat); the repaired
+/// store gave it a unit and failed verify. It is header damage now: it gets no unit, and repair
+/// writes the value the consume queue unit proves back.
+#[test]
+fn regression_13_negative_queue_offset() {
+    let r = check(&fixture(), "negative queue offset", |s| {
+        let f = commitlog_file(s, 2);
+        let p = record_pos(&f, 6);
+        patch(&f, p + 20, |b| {
+            b[..8].copy_from_slice(&(-3i64).to_be_bytes())
+        });
+    });
+    bin().arg("verify").arg(&r.original).assert().code(1);
+}
+
+/// Found by the `store_walk` fuzz target: a record whose QUEUEOFFSET is so large that its unit's
+/// position (offset x 20) overflows made the consume queue writer add with overflow
+/// (src/format/consumequeue/write.rs, `put`). Such an offset names no unit (the broker's
+/// `cqOffset * 20` overflows a long): header damage like a negative one.
+#[test]
+fn regression_13_queue_offset_past_a_long() {
+    for q in [i64::MAX / 20 + 1, i64::MAX] {
+        let r = check(&fixture(), "queue offset past a long", |s| {
+            let f = commitlog_file(s, 2);
+            let p = record_pos(&f, 6);
+            patch(&f, p + 20, |b| b[..8].copy_from_slice(&q.to_be_bytes()));
+        });
+        let o = bin()
+            .arg("verify")
+            .arg(&r.original)
+            .assert()
+            .code(1)
+            .get_output()
+            .stdout
+            .clone();
+        assert!(String::from_utf8_lossy(&o).contains("commitlog.bad_header"));
     }
 }

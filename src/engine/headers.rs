@@ -25,6 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::format::commitlog::MessageRef;
+use crate::format::consumequeue::MAX_QUEUE_OFFSET;
 use crate::format::layout::NameError;
 
 /// A header field the broker does not check.
@@ -101,8 +102,9 @@ pub enum Rule {
     Topic(NameError),
     /// The queue id is negative.
     NegativeQueueId,
-    /// A record that gets a unit has a negative queue offset.
-    NegativeQueueOffset,
+    /// A record that gets a unit has a queue offset no unit can have: negative, or above
+    /// `MAX_QUEUE_OFFSET`.
+    QueueOffsetOutOfRange,
     /// The queue id is not below the topic's queue count in topics.json, and the queue has no
     /// consume queue folder.
     QueueIdOutOfRange { queues: i32 },
@@ -273,7 +275,7 @@ pub fn judge(
                 None => true,
                 Some(e) => {
                     (e.next_q == q && e.last_offset < offset)
-                        || (e.first_q == q + 1 && offset < e.first_offset)
+                        || (q.checked_add(1) == Some(e.first_q) && offset < e.first_offset)
                 }
             }
     };
@@ -385,7 +387,7 @@ pub fn judge(
             continue;
         };
         let g2 = &gaps[j];
-        if g2.found != g1.expected + 1 || g1.found == g1.expected {
+        if g1.expected.checked_add(1) != Some(g2.found) || g1.found == g1.expected {
             continue;
         }
         if fixed.keys().any(|(o, _)| *o == g1.offset) {
@@ -412,10 +414,10 @@ pub fn judge(
                      one in the queue are {} and {}",
                     g1.topic,
                     g1.queue_id,
-                    g1.expected - 1,
+                    g1.expected.saturating_sub(1),
                     g1.found,
                     g2.found,
-                    g1.expected - 1,
+                    g1.expected.saturating_sub(1),
                     g2.found
                 ),
                 fix: Some(Proven {
@@ -438,7 +440,7 @@ pub fn judge(
         .chain(lone.iter().map(|(o, s)| (*o, s)))
         .collect();
     for g in gaps {
-        if g.found != g.expected + 1 {
+        if g.expected.checked_add(1) != Some(g.found) {
             continue;
         }
         let right = QueueSlot {
@@ -504,10 +506,17 @@ pub fn judge(
                 "a queue id is never negative".to_string(),
                 None,
             ),
-            Rule::NegativeQueueOffset => (
+            Rule::QueueOffsetOutOfRange => (
                 Field::QueueOffset,
                 s.slot.queue_offset.to_string(),
-                "a queue offset is never negative".to_string(),
+                if s.slot.queue_offset < 0 {
+                    "a queue offset is never negative".to_string()
+                } else {
+                    format!(
+                        "a queue offset is at most {MAX_QUEUE_OFFSET} (its unit's position, 20 \
+                         bytes a unit, is a Java long)"
+                    )
+                },
                 None,
             ),
             Rule::QueueIdOutOfRange { queues } => (

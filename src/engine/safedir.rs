@@ -541,65 +541,9 @@ pub fn stamp() -> String {
     )
 }
 
-/// Switch `new` (a complete, synced folder on the same file system) in as `root/<name>`.
-/// The old `root/<name>`, if any, ends in `backup/<name>`. At every moment `root/<name>` is
-/// either the old or the new folder, complete.
-pub fn swap_in(root: &Path, name: &str, new: &Path, backup: &Path) -> Result<()> {
-    let target = root.join(name);
-    let root_fd = File::open(root).map_err(|e| Error::io(root, e))?;
-    let new_parent = new.parent().unwrap_or(root);
-    let new_fd = File::open(new_parent).map_err(|e| Error::io(new_parent, e))?;
-    let new_name = new.file_name().map(PathBuf::from).unwrap_or_default();
-    if target.exists() {
-        nix::fcntl::renameat2(
-            &new_fd,
-            new_name.as_path(),
-            &root_fd,
-            Path::new(name),
-            nix::fcntl::RenameFlags::RENAME_EXCHANGE,
-        )
-        .map_err(|e| Error::io(&target, e.into()))?;
-        failpoint("swap-exchanged");
-        // `new` now holds the old folder.
-        std::fs::create_dir_all(backup).map_err(|e| Error::io(backup, e))?;
-        let dst = backup.join(name);
-        std::fs::rename(new, &dst).map_err(|e| Error::io(&dst, e))?;
-        sync_dir(backup)?;
-    } else {
-        std::fs::rename(new, &target).map_err(|e| Error::io(&target, e))?;
-    }
-    sync_dir(new_parent)?;
-    sync_dir(root)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn swap_keeps_old_in_backup() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path();
-        std::fs::create_dir_all(root.join("consumequeue")).unwrap();
-        std::fs::write(root.join("consumequeue/old"), b"old").unwrap();
-        let work = root.join(".work");
-        std::fs::create_dir_all(work.join("consumequeue")).unwrap();
-        std::fs::write(work.join("consumequeue/new"), b"new").unwrap();
-        swap_in(
-            root,
-            "consumequeue",
-            &work.join("consumequeue"),
-            &root.join("bak"),
-        )
-        .unwrap();
-        assert!(root.join("consumequeue/new").exists());
-        assert!(root.join("bak/consumequeue/old").exists());
-        assert!(!work.join("consumequeue").exists());
-        // no old folder: a plain rename
-        std::fs::create_dir_all(work.join("index")).unwrap();
-        swap_in(root, "index", &work.join("index"), &root.join("bak")).unwrap();
-        assert!(root.join("index").is_dir());
-    }
 
     #[test]
     fn liveness_sees_a_held_lock_and_a_running_abort_pid() {

@@ -54,7 +54,7 @@ use crate::format::config::{
     load_file, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups,
     TopicConfigs,
 };
-use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
+use crate::format::consumequeue::{queue_offset_fits, ConsumeQueue, CqUnit, UNIT_SIZE};
 use crate::format::entry::{Entry, Kind};
 use crate::format::error::Result;
 use crate::format::finding::{Finding, Severity};
@@ -1120,8 +1120,8 @@ impl<'c, 'a> SegState<'c, 'a> {
                 Some(Rule::Topic(e))
             } else if m.queue_id < 0 {
                 Some(Rule::NegativeQueueId)
-            } else if m.queue_offset < 0 && m.transaction_type().is_queued() {
-                Some(Rule::NegativeQueueOffset)
+            } else if !queue_offset_fits(m.queue_offset) && m.transaction_type().is_queued() {
+                Some(Rule::QueueOffsetOutOfRange)
             } else {
                 None
             };

@@ -21,8 +21,16 @@ pub const UNIT_SIZE: usize = 20;
 pub const DEFAULT_FILE_UNITS: u64 = 300_000;
 /// Size field of the units `fillPreBlank` writes before the first real unit of a queue.
 pub const PRE_BLANK_SIZE: i32 = i32::MAX;
+/// The largest queue offset whose unit position (offset x 20) is a Java long: above it the
+/// broker's `cqOffset * CQ_STORE_UNIT_SIZE` overflows.
+pub const MAX_QUEUE_OFFSET: i64 = i64::MAX / UNIT_SIZE as i64;
 /// `ConsumeQueueExt.MAX_ADDR`: tags codes at or below this are ext addresses.
 pub const EXT_MAX_ADDR: i64 = i32::MIN as i64 - 1;
+
+/// Whether a record's QUEUEOFFSET can name a consume queue unit (0 to `MAX_QUEUE_OFFSET`).
+pub fn queue_offset_fits(queue_offset: i64) -> bool {
+    (0..=MAX_QUEUE_OFFSET).contains(&queue_offset)
+}
 
 /// One consume queue unit: commitlog offset, record size, tags code (or ext address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -4,7 +4,7 @@ use std::fs::OpenOptions;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
-use super::{CqUnit, PRE_BLANK_SIZE, UNIT_SIZE};
+use super::{queue_offset_fits, CqUnit, PRE_BLANK_SIZE, UNIT_SIZE};
 use crate::format::error::{Error, Result};
 use crate::format::filename::offset_to_name;
 
@@ -73,11 +73,12 @@ impl QueueWriter {
         if unit.offset + unit.size as i64 <= self.max_physic_offset {
             return Ok(()); // a repeat of a dispatched record
         }
-        if queue_offset < 0 {
-            // Below every write position: the broker takes it for a repeat and writes nothing.
+        if !queue_offset_fits(queue_offset) {
+            // Negative: below every write position, the broker takes it for a repeat and writes
+            // nothing. Too large: its unit position is past what a Java long holds.
             return Ok(());
         }
-        let expected = (queue_offset.max(0) as u64).saturating_mul(UNIT_SIZE as u64);
+        let expected = queue_offset as u64 * UNIT_SIZE as u64;
         let pos = match self.pos {
             Some(p) => p,
             None => {
