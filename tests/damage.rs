@@ -496,16 +496,7 @@ fn run_case(name: &str, src: &Path, t: Target, d: Damage, seed: u64) {
         code, 0,
         "{ctx}: the repaired store does not verify: {after:#?}"
     );
-    let repair_dir = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("repair-")
-        })
-        .unwrap_or_else(|| panic!("{ctx}: no repair folder"));
+    let repair_dir = repair_folder(&out).unwrap_or_else(|| panic!("{ctx}: no repair folder"));
     let manifest: Value =
         serde_json::from_slice(&std::fs::read(repair_dir.join("manifest.json")).unwrap()).unwrap();
     assert_every_byte_kept(&store, &out, &repair_dir, &manifest, &ctx);

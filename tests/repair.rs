@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use common::*;
 use rmqstore::engine::Store;
-use rmqstore::format::commitlog::read::RecordIter;
+use rmqstore::format::commitlog::read::{parse_record, RecordIter};
+use rmqstore::format::commitlog::Record;
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::mapped::Mapped;
 
@@ -26,34 +27,14 @@ fn fixture() -> PathBuf {
 
 /// Relative path -> bytes of every file below `dir`, skipping repair folders and markers.
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd {
-            let p = e.unwrap().path();
-            let r = p.strip_prefix(dir).unwrap().to_path_buf();
-            let top = r
-                .components()
-                .next()
-                .unwrap()
-                .as_os_str()
-                .to_string_lossy()
-                .into_owned();
+    common::tree(dir)
+        .into_iter()
+        .filter(|(r, _)| {
+            let top = r.components().next().unwrap().as_os_str().to_string_lossy();
             // `lock` is made by an in-place run (the broker's lock is taken on it).
-            if top.starts_with("repair-") || top == ".rmqstore-stage" || top == "lock" {
-                continue;
-            }
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.insert(r, std::fs::read(&p).unwrap());
-            }
-        }
-    }
-    out
+            !(top.starts_with("repair-") || top == ".rmqstore-stage" || top == "lock")
+        })
+        .collect()
 }
 
 /// Records readable before: each commitlog file walked from its start until its first error.
@@ -97,16 +78,7 @@ fn repair_out(t: tempfile::TempDir, original: PathBuf) -> Repaired {
         .arg(&out)
         .assert()
         .success();
-    let repair = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("repair-")
-        })
-        .unwrap();
+    let repair = repair_folder(&out).unwrap();
     let manifest =
         serde_json::from_slice(&std::fs::read(repair.join("manifest.json")).unwrap()).unwrap();
     Repaired {
@@ -165,13 +137,26 @@ fn assert_consistent(r: &Repaired, ctx: &str) {
 fn assert_nothing_lost(r: &Repaired, before: &BTreeMap<u64, Vec<u8>>, ctx: &str) {
     let kept = readable(&r.out);
     let mut salvaged: HashMap<u64, String> = HashMap::new();
+    let in_salvage = readable(&r.repair.join("salvaged"));
+    let mut files: HashMap<PathBuf, Vec<u8>> = HashMap::new();
     if let Ok(text) = std::fs::read_to_string(r.repair.join("salvaged.jsonl")) {
         for l in text.lines() {
             let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            salvaged.insert(
-                v["commitlog_offset"].as_u64().unwrap(),
-                v["msg_id"].as_str().unwrap().to_string(),
-            );
+            let off = v["commitlog_offset"].as_u64().unwrap();
+            // the line names where the record is in the salvage store: the same message
+            let now = &in_salvage[&v["salvaged_offset"].as_u64().unwrap()];
+            let file = r.original.join(v["file"].as_str().unwrap());
+            let start: u64 = file.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            let bytes = files
+                .entry(file.clone())
+                .or_insert_with(|| std::fs::read(&file).unwrap());
+            let was = &bytes[(off - start) as usize..];
+            let message = |raw: &[u8]| match parse_record(raw, 0, 0, true).unwrap() {
+                Record::Message(m) => (m.topic.to_string(), m.body.to_vec(), m.queue_id),
+                _ => panic!("{ctx}: not a message"),
+            };
+            assert_eq!(message(now), message(was), "{ctx}: salvaged record {off}");
+            salvaged.insert(off, v["msg_id"].as_str().unwrap().to_string());
         }
     }
     // header fields repair wrote back: commitlog offset of the record -> (place in it, old bytes)

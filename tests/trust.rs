@@ -229,16 +229,7 @@ fn topics_that_are_paths_never_leave_the_target() {
     // The in-place repair cut at the first record whose topic names no folder, and kept the
     // rest in the salvage; the result verifies clean.
     bin().arg("verify").arg(&store).assert().code(0);
-    let repair = std::fs::read_dir(&store)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("repair-")
-        })
-        .unwrap();
+    let repair = repair_folder(&store).unwrap();
     let m: serde_json::Value =
         serde_json::from_slice(&std::fs::read(repair.join("manifest.json")).unwrap()).unwrap();
     assert!(

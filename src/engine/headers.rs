@@ -182,6 +182,18 @@ pub struct DamagedHeader {
     pub named: QueueSlot,
 }
 
+impl DamagedHeader {
+    /// "record at commitlog offset N: FIELD is VALUE", the start of every message about it.
+    pub fn title(&self) -> String {
+        format!(
+            "record at commitlog offset {}: {} is {}",
+            self.offset,
+            self.field.name(),
+            self.found
+        )
+    }
+}
+
 /// The judgement, with what it explains: breaks in queue sequences and units that point at a
 /// damaged record are consequences, not faults of their own.
 #[derive(Debug, Clone, Default)]

@@ -2857,13 +2857,7 @@ fn header_findings(store: &Store, j: &headers::Judgement, sink: &mut Sink) {
                 "commitlog.bad_header",
                 &seg.path,
                 d.offset - seg.start,
-                format!(
-                    "record at commitlog offset {}: {} is {}: {}{proven}",
-                    d.offset,
-                    d.field.name(),
-                    d.found,
-                    d.why
-                ),
+                format!("{}: {}{proven}", d.title(), d.why),
             )
             .about_record(d.offset)
             .with_action(action),

@@ -121,6 +121,19 @@ pub fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
+/// The `repair-<time>` folder a repair left in `dir`.
+pub fn repair_folder(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("repair-")
+        })
+}
+
 /// The real binary with a pinned environment and a time limit: a hang fails the test.
 pub fn bin() -> assert_cmd::Command {
     let mut c = assert_cmd::Command::cargo_bin("rmqstore").unwrap();

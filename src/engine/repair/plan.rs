@@ -205,12 +205,7 @@ pub fn plan(store: &Store) -> Result<Plan> {
             };
         }
         actions.push(Action {
-            problem: format!(
-                "record at commitlog offset {}: {} is {}",
-                d.offset,
-                d.field.name(),
-                d.found
-            ),
+            problem: d.title(),
             action: format!(
                 "write {} {} back ({})",
                 d.field.name(),
@@ -471,13 +466,7 @@ fn chain_break(
             cut = Some(ChainBreak(
                 i,
                 d.offset - seg.start,
-                format!(
-                    "record at commitlog offset {}: {} is {}: {} (nothing proves what it was)",
-                    d.offset,
-                    d.field.name(),
-                    d.found,
-                    d.why
-                ),
+                format!("{}: {} (nothing proves what it was)", d.title(), d.why),
                 true,
             ));
             break;

@@ -1,9 +1,12 @@
 //! Carrying a plan out: the repaired store staged in a new folder, every byte that does not
 //! reach it saved in the repair folder and listed in the manifest.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use super::{rel, salvage_scan, Fate, Manifest, Plan, Removed, STAGE_MARKER};
 use crate::engine::index::IndexNaming;
@@ -35,6 +38,28 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
         aside: plan.set_aside.iter().map(|(e, _)| e.path.clone()).collect(),
     };
     std::fs::create_dir_all(&repair).map_err(|e| Error::io(&repair, e))?;
+    // The salvage writes a store of its own in the repair folder: on a thread of its own, beside
+    // the copy and rebuild of the kept store (both stream over the commitlog).
+    let (salvaged, m) = std::thread::scope(|s| {
+        let salvaging = s.spawn(|| salvage(store, plan, &repair));
+        let kept = stage_kept(store, plan, stage, &mut st);
+        let salvaged = salvaging
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (salvaged, kept)
+    });
+    let mut m = m?;
+    (m.salvaged_records, m.salvaged_bytes) = salvaged?;
+    m.removed = std::mem::take(&mut st.removed);
+    let text = serde_json::to_string_pretty(&m).unwrap_or_default();
+    write_new(&repair.join("manifest.json"), text.as_bytes())?;
+    sync_tree(stage)?;
+    Ok(m)
+}
+
+/// Everything of the stage but the salvage: the kept commitlog, queues and index rebuilt from
+/// it, the checkpoint, what is set aside, the other files and the config.
+fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) -> Result<Manifest> {
     let size = store.geometry.commitlog_file_size.value;
 
     // Commitlog.
@@ -73,7 +98,6 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
         messages_kept: 0,
         checkpoint: None,
     };
-    salvage(store, plan, &repair, &mut m)?;
 
     // Consume queues and index from the kept records, compared with the old ones.
     let src = Source {
@@ -88,7 +112,7 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
         &stage.join(paths::CONSUMEQUEUE),
         "the consume queues were rebuilt",
     )?;
-    compare_index(&mut st, stage)?;
+    compare_index(st, stage)?;
 
     // Checkpoint set to the data.
     let cp = Checkpoint {
@@ -114,12 +138,8 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
     for (e, why) in &plan.set_aside {
         st.set_aside(e, why)?;
     }
-    copy_others(store, stage, &mut st)?;
-    copy_config(store, stage, plan, &mut st)?;
-    m.removed = std::mem::take(&mut st.removed);
-    let text = serde_json::to_string_pretty(&m).unwrap_or_default();
-    write_new(&repair.join("manifest.json"), text.as_bytes())?;
-    sync_tree(stage)?;
+    copy_others(store, stage, st)?;
+    copy_config(store, stage, plan, st)?;
     Ok(m)
 }
 
@@ -416,16 +436,36 @@ fn copy_config(store: &Store, stage: &Path, plan: &Plan, st: &mut Staging<'_>) -
     Ok(())
 }
 
+/// One line of `salvaged.jsonl`: where a salvaged record was, where it is in the salvage store,
+/// and what finds it (ids, keys, tags). The body is in the salvage store only.
+#[derive(Serialize)]
+struct SalvagedLine<'a> {
+    file: String,
+    commitlog_offset: u64,
+    salvaged_offset: u64,
+    size: i32,
+    topic: &'a str,
+    queue_id: i32,
+    queue_offset: i64,
+    msg_id: String,
+    uniq_key: Option<Cow<'a, str>>,
+    keys: Vec<String>,
+    tags: Option<Cow<'a, str>>,
+    store_timestamp: i64,
+}
+
 /// Salvage the records after the cut into `repair/salvaged/` (a store) and `salvaged.jsonl`.
-fn salvage(store: &Store, plan: &Plan, repair: &Path, m: &mut Manifest) -> Result<()> {
-    let Some(c) = &plan.cut else { return Ok(()) };
+fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
+    let Some(c) = &plan.cut else {
+        return Ok((0, 0));
+    };
     let Some(i) = store
         .commitlog
         .segments
         .iter()
         .position(|s| rel(store, &s.path) == c.file)
     else {
-        return Ok(());
+        return Ok((0, 0));
     };
     let jsonl_path = repair.join("salvaged.jsonl");
     let mut writer: Option<StoreWriter> = None;
@@ -443,18 +483,27 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path, m: &mut Manifest) -> Resul
                 },
             )?),
         };
-        w.append(r.to_owned_message())?;
+        let at = w.append(r.to_owned_message())?;
         let j = match jsonl.as_mut() {
             Some(j) => j,
             None => jsonl.insert(std::io::BufWriter::new(crate::engine::safedir::create_new(
                 &jsonl_path,
             )?)),
         };
-        let line = crate::engine::message_json::MessageJson::new(
-            r,
-            path,
-            crate::engine::message_json::BodyMode::Base64,
-        );
+        let line = SalvagedLine {
+            file: rel(store, path),
+            commitlog_offset: r.position,
+            salvaged_offset: at.wrote_offset,
+            size: r.total_size,
+            topic: &r.topic,
+            queue_id: r.queue_id,
+            queue_offset: r.queue_offset,
+            msg_id: r.offset_msg_id(),
+            uniq_key: r.uniq_key(),
+            keys: r.keys(),
+            tags: r.tags(),
+            store_timestamp: r.store_timestamp,
+        };
         serde_json::to_writer(&mut *j, &line).map_err(|e| Error::io(&jsonl_path, e.into()))?;
         j.write_all(b"\n").map_err(|e| Error::io(&jsonl_path, e))
     })?;
@@ -467,7 +516,5 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path, m: &mut Manifest) -> Resul
             .sync_all()
             .map_err(|e| Error::io(&jsonl_path, e))?;
     }
-    m.salvaged_records = n;
-    m.salvaged_bytes = bytes;
-    Ok(())
+    Ok((n, bytes))
 }
