@@ -2,7 +2,8 @@
 # Benchmarks over a generated multi-GB store, each next to `cat commitlog/*` in the same run:
 # gen, info, a CRC-checked parallel read, verify, dump --json, rebuild, 1,000 key lookups, the
 # browser's time to first screen, and repair at scale (a flipped body bit in the middle of a
-# 1 GiB commitlog file: verify, the dry run, repair --out, verify of the result). Figures go to
+# 1 GiB commitlog file: verify, the dry run, repair --out, verify of the result, a cp of the same
+# commitlog for scale, peak anonymous memory). Figures go to
 # README.md by hand.
 # Usage: scripts/bench.sh [DIR] [OPERATIONS]   (default: a 2 GiB store of 2,000,000 operations)
 set -euo pipefail
@@ -12,6 +13,17 @@ n=${2:-2000000}
 cargo build --release --bins --examples >/dev/null
 bin=target/release/rmqstore
 t() { /usr/bin/time -f "  %e s wall, %M KiB max RSS" "$@"; }
+# peak anonymous memory (RssAnon, sampled every 20 ms): max RSS also counts mapped file pages
+anon() {
+  "$@" >/dev/null & local pid=$! peak=0 a
+  while kill -0 $pid 2>/dev/null; do
+    a=$(awk '/RssAnon/ {print $2}' /proc/$pid/status 2>/dev/null || true)
+    [ -n "$a" ] && [ "$a" -gt "$peak" ] && peak=$a
+    sleep 0.02
+  done
+  wait $pid || true
+  echo "  peak anonymous memory ${peak} KiB: $*"
+}
 cold() { sync; if [ -w /proc/sys/vm/drop_caches ]; then echo 3 > /proc/sys/vm/drop_caches; echo "  (cold cache)"; fi; }
 rm -rf "$dir" "$dir.rebuilt" "$dir.damaged" "$dir.damaged.repaired"
 echo "== gen $n operations into $dir (default geometry: 1 GiB commitlog files)"
@@ -58,4 +70,12 @@ t $bin verify "$dmg" >/dev/null || true
 t $bin repair "$dmg" --dry-run >/dev/null
 t $bin repair "$dmg" --out "$dmg.repaired"
 t $bin verify "$dmg.repaired" >/dev/null
+du -sh --apparent-size "$dmg.repaired"/repair-*/* | sed 's/^/  /'
+echo "== what repair writes, for scale: cp of the commitlog (sparse) and sync"
+t sh -c "cp -r --sparse=always '$dmg/commitlog' '$dmg.cp' && sync"
+rm -rf "$dmg.cp" "$dmg.repaired"
+echo "== peak anonymous memory: verify, dry run, repair --out"
+anon $bin verify "$dmg"
+anon $bin repair "$dmg" --dry-run
+anon $bin repair "$dmg" --out "$dmg.repaired"
 rm -rf "$dmg" "$dmg.repaired"

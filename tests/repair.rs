@@ -577,3 +577,44 @@ fn regression_13_queue_offset_past_a_long() {
         assert!(String::from_utf8_lossy(&o).contains("commitlog.bad_header"));
     }
 }
+
+/// Found by the `store_walk` fuzz target: a SCHEDULE_TOPIC_XXXX record whose DELAY is not a
+/// number right at the cut made the salvage stop with an error (the salvage store's writer
+/// cannot dispatch it, as the broker cannot). The broker's recovery rejects such a record, so
+/// verify cuts there and the salvage leaves it out: its bytes are in the repair folder.
+#[test]
+fn regression_13_schedule_record_with_a_bad_delay() {
+    let f = commitlog_file(&fixture(), 2);
+    let b = std::fs::read(&f).unwrap();
+    let (mut p, mut at) = (0, None);
+    while p + 4 <= b.len() && at.is_none() {
+        let size = i32::from_be_bytes(b[p..p + 4].try_into().unwrap());
+        if size <= 0 {
+            break;
+        }
+        let rec = &b[p..p + size as usize];
+        let has = |n: &[u8]| rec.windows(n.len()).position(|w| w == n);
+        if let (Some(_), Some(d)) = (has(b"SCHEDULE_TOPIC_XXXX"), has(b"DELAY\x01")) {
+            at = Some(p + d + 6);
+        }
+        p += size as usize;
+    }
+    let at = at.expect("a schedule record in the fixture");
+    let (t, s) = damaged(&fixture(), |s| {
+        patch(&commitlog_file(s, 2), at, |b| b[0] = b'x');
+    });
+    let original = tree(&s);
+    let o = bin()
+        .arg("verify")
+        .arg(&s)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    assert!(String::from_utf8_lossy(&o).contains("DELAY"));
+    let r = repair_out(t, s);
+    assert_consistent(&r, "bad delay");
+    assert_bytes_kept(&r, &original, "bad delay");
+    assert!(r.manifest["salvaged_records"].as_u64().unwrap() > 100);
+}

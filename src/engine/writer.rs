@@ -371,9 +371,11 @@ impl StoreWriter {
     /// Dispatch an existing record (rebuild): consume queue unit and index entries.
     pub fn dispatch_record(&mut self, m: &MessageRef<'_>) -> Result<()> {
         let d: Dispatch = dispatch(m, &self.options.geometry).map_err(|e| {
+            let size = self.options.geometry.commitlog_file_size.value.max(1);
+            let start = m.position - m.position % size;
             Error::data(
-                Path::new(&offset_to_name(m.position)),
-                m.position,
+                &self.root.join(paths::COMMITLOG).join(offset_to_name(start)),
+                m.position - start,
                 ErrorKind::Invalid {
                     what: "record",
                     detail: e.to_string(),

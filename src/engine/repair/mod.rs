@@ -24,6 +24,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::dispatch::record_tags_code;
 use super::rebuild::{Patch, RebuildOptions};
 use super::store::Store;
 use super::verify::Report;
@@ -181,7 +182,8 @@ pub fn fixed_geometry(store: &Store) -> GeometryInputs {
 
 /// Call `f` with every record from file `from_seg` position `from_pos` on that validates as a
 /// record of its place (a message magic, sizes that add up, PHYSICALOFFSET equal to its position,
-/// the body CRC), in one forward pass; returns (records, bytes).
+/// the body CRC, a DELAY the broker's dispatch reads), in one forward pass; returns (records,
+/// bytes). A record the broker would reject stays in the removed bytes only.
 fn salvage_scan(
     store: &Store,
     from_seg: usize,
@@ -198,7 +200,8 @@ fn salvage_scan(
             match parse_record(&map, start, seg.start, false) {
                 Ok(Record::Message(m))
                     if m.physical_offset == (seg.start + start as u64) as i64
-                        && (m.body.is_empty() || m.body_crc_ok()) =>
+                        && (m.body.is_empty() || m.body_crc_ok())
+                        && record_tags_code(&m, &store.geometry).is_ok() =>
                 {
                     f(&seg.path, &m)?;
                     n += 1;
