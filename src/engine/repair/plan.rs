@@ -9,13 +9,14 @@ use crate::engine::headers::{field_patch, DamagedHeader};
 use crate::engine::rebuild::{plan_queues, Patch, RebuildOptions, Source};
 use crate::engine::recovery::{FileWalk, StopReason, WalkProblem};
 use crate::engine::store::{paths, Store};
-use crate::engine::verify::{verify, VerifyOptions};
+use crate::engine::verify::{verify, Report, VerifyOptions};
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::config::{
     load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups, TopicConfigs,
 };
 use crate::format::entry::{self, Entry, Kind};
 use crate::format::error::Result;
+use crate::format::finding::Severity;
 
 /// The problem a walk stopped at, in words.
 fn stop_reason(w: &FileWalk) -> String {
@@ -47,242 +48,64 @@ fn stop_reason(w: &FileWalk) -> String {
 /// Work out the repair of `store`: read-only, memory independent of the store's size.
 pub fn plan(store: &Store) -> Result<Plan> {
     let report = verify(store, &VerifyOptions::default(), None)?;
-    let segs = &store.commitlog.segments;
-    let size = store.geometry.commitlog_file_size.value;
-    let mut actions = Vec::new();
-    let mut fates = vec![Fate::Keep; segs.len()];
-    let mut file_patches: BTreeMap<usize, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
-    let mendable = mendable(store, &report)?;
-    let cut = chain_break(store, &report, &mendable);
-    let cut = cut.map(|ChainBreak(i, pos, reason, within)| {
-        let seg = &segs[i];
-        fates[i] = if within {
-            Fate::Rewrite { keep: pos }
-        } else {
-            Fate::Out
-        };
-        for f in fates.iter_mut().skip(i + 1) {
-            *f = Fate::Out;
-        }
-        Cut {
-            file: rel(store, &seg.path),
-            position: pos,
-            offset: seg.start + pos,
-            reason,
-        }
-    });
-    let cut_offset = cut.as_ref().map(|c| c.offset);
-
-    // File sizes, dirty tails and blank sizes of the files kept.
-    for (i, seg) in segs.iter().enumerate() {
-        if fates[i] == Fate::Out {
-            continue;
-        }
-        let w = report.walks.get(i).and_then(Option::as_ref);
-        let mut keep = match fates[i] {
-            Fate::Rewrite { keep } => keep,
-            _ => seg.len,
-        };
-        if keep > size {
-            keep = size;
-        }
-        if let Some(w) = w {
-            // Non-zero bytes after the data: the data's end is kept, the rest zeroed (saved).
-            let data_end = match w.stop {
-                StopReason::Blank => w.stop_pos + 8,
-                _ => w.stop_pos,
-            };
-            for p in &w.problems {
-                match p {
-                    WalkProblem::DirtyTail { .. } => keep = keep.min(data_end),
-                    WalkProblem::BlankSize { pos, .. } => {
-                        let left = size.saturating_sub(*pos) as i32;
-                        file_patches
-                            .entry(i)
-                            .or_default()
-                            .push((*pos, left.to_be_bytes().to_vec()));
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let rewrite = keep < seg.len || seg.len != size || file_patches.contains_key(&i);
-        if rewrite {
-            fates[i] = Fate::Rewrite { keep };
-        }
-        if seg.len < size {
-            actions.push(Action {
-                problem: format!("{} is {} bytes, not {size}", rel(store, &seg.path), seg.len),
-                action: "extend it with zeros to the configured size".into(),
-                messages: 0,
-                bytes: 0,
-            });
-        } else if seg.len > size {
-            actions.push(Action {
-                problem: format!("{} is {} bytes, not {size}", rel(store, &seg.path), seg.len),
-                action: format!(
-                    "cut it to {size} bytes; the bytes after that are kept in the repair folder \
-                     (zeros are only listed)"
-                ),
-                messages: 0,
-                bytes: seg.len - size,
-            });
-        }
-        if let Some(w) = w {
-            if let Some(WalkProblem::DirtyTail { pos, end, .. }) = w
-                .problems
-                .iter()
-                .find(|p| matches!(p, WalkProblem::DirtyTail { .. }))
-            {
-                if cut.as_ref().is_none_or(|c| c.offset > seg.start + *pos) {
-                    actions.push(Action {
-                        problem: format!(
-                            "{} has non-zero bytes after its data ({}..{})",
-                            rel(store, &seg.path),
-                            pos,
-                            end
-                        ),
-                        action: "zero them; the bytes are kept in the repair folder".into(),
-                        messages: 0,
-                        bytes: end - pos,
-                    });
-                }
-            }
-            if w.problems
-                .iter()
-                .any(|p| matches!(p, WalkProblem::BlankSize { .. }))
-            {
-                actions.push(Action {
-                    problem: format!(
-                        "{}: the blank record's size is not the bytes left",
-                        rel(store, &seg.path)
-                    ),
-                    action: "write the size the broker writes (the bytes left in the file)".into(),
-                    messages: 0,
-                    bytes: 0,
-                });
-            }
-        }
-    }
-
-    // Header fields the store proves, in the records kept.
-    let mut headers = Vec::new();
-    let mut patches = Vec::new();
-    for Mend {
-        header: d,
-        segment: i,
-        at,
-        new,
-        old,
-    } in mendable
-    {
-        let Some(fix) = &d.fix else { continue };
-        if cut_offset.is_some_and(|c| d.offset >= c) {
-            continue;
-        }
-        let seg = &segs[i];
-        let position = d.offset - seg.start + at as u64;
-        headers.push(HeaderRepair {
-            file: rel(store, &seg.path),
-            position,
-            record: d.offset,
-            field: d.field.name(),
-            was: d.found.clone(),
-            now: fix.value.clone(),
-            evidence: fix.evidence.clone(),
-            old_bytes: hex(&old),
-            new_bytes: hex(&new),
-        });
-        patches.push(Patch {
-            record: d.offset,
-            at,
-            bytes: new.clone(),
-        });
-        file_patches.entry(i).or_default().push((position, new));
-        if fates[i] == Fate::Keep {
-            fates[i] = Fate::Rewrite {
-                keep: seg.len.min(size),
-            };
-        }
-        actions.push(Action {
-            problem: d.title(),
-            action: format!(
-                "write {} {} back ({})",
-                d.field.name(),
-                fix.value,
-                fix.evidence
-            ),
-            messages: 1,
-            bytes: 0,
-        });
-    }
-    patches.sort_by_key(|p| p.record);
-
-    // The cut, the files after it, and what can be salvaged from them.
-    let (salvage_records, salvage_bytes) = match &cut {
-        Some(c) => {
-            let i = segs
-                .iter()
-                .position(|s| rel(store, &s.path) == c.file)
-                .unwrap_or(0);
-            salvage_scan(store, i, c.position, |_, _| Ok(()))?
-        }
-        None => (0, 0),
+    let mut d = Draft {
+        store,
+        size: store.geometry.commitlog_file_size.value,
+        fates: vec![Fate::Keep; store.commitlog.segments.len()],
+        file_patches: BTreeMap::new(),
+        actions: Vec::new(),
     };
-    if let Some(c) = &cut {
-        let moved = fates.iter().filter(|f| **f == Fate::Out).count();
-        actions.push(Action {
-            problem: format!(
-                "commitlog unreadable from {} byte {}: {}",
-                c.file, c.position, c.reason
-            ),
-            action: format!(
-                "cut there as the broker's recovery would; move {moved} later file(s) and the \
-                 bytes after the cut to the repair folder"
-            ),
-            messages: 0,
-            bytes: 0,
-        });
-        if salvage_records > 0 {
-            actions.push(Action {
-                problem: "valid records after the cut".into(),
-                action: "salvage them to salvaged/ (a store) and salvaged.jsonl, with original \
-                         offsets and ids"
-                    .into(),
-                messages: salvage_records,
-                bytes: salvage_bytes,
-            });
-        }
-    }
-
+    let mendable = mendable(store, &report)?;
+    let cut = d.cut(chain_break(store, &report, &mendable));
+    let cut_offset = cut.as_ref().map(|c| c.offset);
+    d.kept_files(&report, cut_offset);
+    let (headers, patches) = d.headers(mendable, cut_offset);
+    let (salvage_records, salvage_bytes) = d.salvage(cut.as_ref())?;
     let set_aside = set_aside_entries(store)?;
     for (e, why) in &set_aside {
-        actions.push(Action {
-            problem: format!("{}: {why}", rel(store, &e.path)),
-            action: "move it to the repair folder (listed in the manifest)".into(),
-            messages: 0,
-            bytes: e.kind.file_len(),
-        });
+        d.act(
+            format!("{}: {why}", rel(store, &e.path)),
+            "move it to the repair folder (listed in the manifest)",
+            0,
+            e.kind.file_len(),
+        );
     }
 
     // Consume queues and index: rebuilt from the kept records when verify found anything in them
     // or the commitlog changes.
     let commitlog_changes = cut.is_some() || !patches.is_empty();
-    let cq_findings = report
-        .findings
-        .iter()
-        .filter(|f| {
-            f.code.starts_with("consumequeue.")
-                && f.severity > crate::format::finding::Severity::Info
-        })
-        .count();
-    let ix_findings = report
-        .findings
-        .iter()
-        .filter(|f| {
-            f.code.starts_with("index.") && f.severity > crate::format::finding::Severity::Info
-        })
-        .count();
+    let why = |n: usize, what: &str| match (n, commitlog_changes) {
+        (0, _) => "the commitlog changes".to_string(),
+        (n, false) => format!("verify has {n} {what} finding(s)"),
+        (n, true) => format!("verify has {n} {what} finding(s), and the commitlog changes"),
+    };
+    let cq_findings = problems(&report, "consumequeue.");
+    if commitlog_changes || cq_findings > 0 {
+        d.act(
+            why(cq_findings, "consume queue"),
+            "rebuild every consume queue from the kept records as the broker's dispatch does; \
+             old files that differ are kept in the repair folder",
+            0,
+            0,
+        );
+    }
+    let ix_findings = problems(&report, "index.");
+    if commitlog_changes || ix_findings > 0 {
+        d.act(
+            why(ix_findings, "index"),
+            "rebuild the index from the kept records; old files that differ are kept",
+            0,
+            0,
+        );
+    }
+    if store.abort.present {
+        d.act(
+            "abort file present (unclean shutdown)".into(),
+            "remove it: the repaired store is consistent, a normal recovery is right",
+            0,
+            0,
+        );
+    }
     let rebuild = RebuildOptions::for_geometry(store.geometry.clone());
     let src = Source {
         store,
@@ -290,70 +113,269 @@ pub fn plan(store: &Store) -> Result<Plan> {
         patches: &patches,
     };
     let queues = plan_queues(&src, &rebuild)?;
-    let why = |n: usize, what: &str| match (n, commitlog_changes) {
-        (0, _) => "the commitlog changes".to_string(),
-        (n, false) => format!("verify has {n} {what} finding(s)"),
-        (n, true) => format!("verify has {n} {what} finding(s), and the commitlog changes"),
-    };
-    if commitlog_changes || cq_findings > 0 {
-        actions.push(Action {
-            problem: why(cq_findings, "consume queue"),
-            action: "rebuild every consume queue from the kept records as the broker's dispatch \
-                     does; old files that differ are kept in the repair folder"
-                .into(),
-            messages: 0,
-            bytes: 0,
-        });
-    }
-    if commitlog_changes || ix_findings > 0 {
-        actions.push(Action {
-            problem: why(ix_findings, "index"),
-            action: "rebuild the index from the kept records; old files that differ are kept"
-                .into(),
-            messages: 0,
-            bytes: 0,
-        });
-    }
-    if store.abort.present {
-        actions.push(Action {
-            problem: "abort file present (unclean shutdown)".into(),
-            action: "remove it: the repaired store is consistent, a normal recovery is right"
-                .into(),
-            messages: 0,
-            bytes: 0,
-        });
-    }
-    let config = plan_config(store, &queues.queue_bounds, &mut actions)?;
+    let config = plan_config(store, &queues.queue_bounds, &mut d.actions)?;
     let cp_findings = report
         .findings
         .iter()
         .filter(|f| f.code.starts_with("checkpoint."))
         .count();
     if cp_findings > 0 || commitlog_changes {
-        actions.push(Action {
-            problem: why(cp_findings, "checkpoint"),
-            action:
-                "write the checkpoint from the repaired data (the old one is kept if it differs)"
-                    .into(),
-            messages: 0,
-            bytes: 0,
-        });
+        d.act(
+            why(cp_findings, "checkpoint"),
+            "write the checkpoint from the repaired data (the old one is kept if it differs)",
+            0,
+            0,
+        );
     }
     Ok(Plan {
         messages_kept: queues.records,
         report,
         cut,
         headers,
-        actions,
+        actions: d.actions,
         salvage_records,
         salvage_bytes,
-        fates,
-        file_patches,
+        fates: d.fates,
+        file_patches: d.file_patches,
         patches,
         set_aside,
         config,
         rebuild,
     })
+}
+
+/// Findings above info whose code starts with `prefix`.
+fn problems(report: &Report, prefix: &str) -> usize {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.code.starts_with(prefix) && f.severity > Severity::Info)
+        .count()
+}
+
+/// The plan being worked out: what becomes of each commitlog file, the bytes written over in
+/// the files kept, and the actions so far.
+struct Draft<'s> {
+    store: &'s Store,
+    /// The configured commitlog file size.
+    size: u64,
+    fates: Vec<Fate>,
+    file_patches: BTreeMap<usize, Vec<(u64, Vec<u8>)>>,
+    actions: Vec<Action>,
+}
+
+impl Draft<'_> {
+    fn act(&mut self, problem: String, action: &str, messages: u64, bytes: u64) {
+        self.actions.push(Action {
+            problem,
+            action: action.into(),
+            messages,
+            bytes,
+        });
+    }
+
+    /// The cut where the chain of records breaks: that file rewritten up to it (or moved out
+    /// when it is cut at its start), every later file moved out.
+    fn cut(&mut self, at: Option<ChainBreak>) -> Option<Cut> {
+        let ChainBreak(i, pos, reason, within) = at?;
+        let seg = &self.store.commitlog.segments[i];
+        self.fates[i] = if within {
+            Fate::Rewrite { keep: pos }
+        } else {
+            Fate::Out
+        };
+        for f in self.fates.iter_mut().skip(i + 1) {
+            *f = Fate::Out;
+        }
+        Some(Cut {
+            file: rel(self.store, &seg.path),
+            position: pos,
+            offset: seg.start + pos,
+            reason,
+        })
+    }
+
+    /// File sizes, dirty tails and blank sizes of the files kept.
+    fn kept_files(&mut self, report: &Report, cut_offset: Option<u64>) {
+        let (store, size) = (self.store, self.size);
+        for (i, seg) in store.commitlog.segments.iter().enumerate() {
+            if self.fates[i] == Fate::Out {
+                continue;
+            }
+            let name = rel(store, &seg.path);
+            let w = report.walks.get(i).and_then(Option::as_ref);
+            let mut keep = match self.fates[i] {
+                Fate::Rewrite { keep } => keep,
+                _ => seg.len,
+            }
+            .min(size);
+            if let Some(w) = w {
+                // Non-zero bytes after the data: the data's end is kept, the rest zeroed (saved).
+                let data_end = match w.stop {
+                    StopReason::Blank => w.stop_pos + 8,
+                    _ => w.stop_pos,
+                };
+                for p in &w.problems {
+                    match p {
+                        WalkProblem::DirtyTail { .. } => keep = keep.min(data_end),
+                        WalkProblem::BlankSize { pos, .. } => {
+                            let left = size.saturating_sub(*pos) as i32;
+                            self.file_patches
+                                .entry(i)
+                                .or_default()
+                                .push((*pos, left.to_be_bytes().to_vec()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if keep < seg.len || seg.len != size || self.file_patches.contains_key(&i) {
+                self.fates[i] = Fate::Rewrite { keep };
+            }
+            if seg.len < size {
+                self.act(
+                    format!("{name} is {} bytes, not {size}", seg.len),
+                    "extend it with zeros to the configured size",
+                    0,
+                    0,
+                );
+            } else if seg.len > size {
+                self.act(
+                    format!("{name} is {} bytes, not {size}", seg.len),
+                    &format!(
+                        "cut it to {size} bytes; the bytes after that are kept in the repair \
+                         folder (zeros are only listed)"
+                    ),
+                    0,
+                    seg.len - size,
+                );
+            }
+            let Some(w) = w else { continue };
+            if let Some(WalkProblem::DirtyTail { pos, end, .. }) = w
+                .problems
+                .iter()
+                .find(|p| matches!(p, WalkProblem::DirtyTail { .. }))
+            {
+                if cut_offset.is_none_or(|c| c > seg.start + *pos) {
+                    self.act(
+                        format!("{name} has non-zero bytes after its data ({pos}..{end})"),
+                        "zero them; the bytes are kept in the repair folder",
+                        0,
+                        end - pos,
+                    );
+                }
+            }
+            if w.problems
+                .iter()
+                .any(|p| matches!(p, WalkProblem::BlankSize { .. }))
+            {
+                self.act(
+                    format!("{name}: the blank record's size is not the bytes left"),
+                    "write the size the broker writes (the bytes left in the file)",
+                    0,
+                    0,
+                );
+            }
+        }
+    }
+
+    /// Header fields the store proves, in the records kept: what the manifest lists, and the
+    /// patches the rebuild and the copies apply (sorted by record).
+    fn headers(
+        &mut self,
+        mendable: Vec<Mend<'_>>,
+        cut_offset: Option<u64>,
+    ) -> (Vec<HeaderRepair>, Vec<Patch>) {
+        let mut headers = Vec::new();
+        let mut patches = Vec::new();
+        for Mend {
+            header: d,
+            segment: i,
+            at,
+            new,
+            old,
+        } in mendable
+        {
+            let Some(fix) = &d.fix else { continue };
+            if cut_offset.is_some_and(|c| d.offset >= c) {
+                continue;
+            }
+            let seg = &self.store.commitlog.segments[i];
+            let position = d.offset - seg.start + at as u64;
+            headers.push(HeaderRepair {
+                file: rel(self.store, &seg.path),
+                position,
+                record: d.offset,
+                field: d.field.name(),
+                was: d.found.clone(),
+                now: fix.value.clone(),
+                evidence: fix.evidence.clone(),
+                old_bytes: hex(&old),
+                new_bytes: hex(&new),
+            });
+            patches.push(Patch {
+                record: d.offset,
+                at,
+                bytes: new.clone(),
+            });
+            self.file_patches
+                .entry(i)
+                .or_default()
+                .push((position, new));
+            if self.fates[i] == Fate::Keep {
+                self.fates[i] = Fate::Rewrite {
+                    keep: seg.len.min(self.size),
+                };
+            }
+            self.act(
+                d.title(),
+                &format!(
+                    "write {} {} back ({})",
+                    d.field.name(),
+                    fix.value,
+                    fix.evidence
+                ),
+                1,
+                0,
+            );
+        }
+        patches.sort_by_key(|p| p.record);
+        (headers, patches)
+    }
+
+    /// The cut, the files after it, and what can be salvaged from them: (records, bytes).
+    fn salvage(&mut self, cut: Option<&Cut>) -> Result<(u64, u64)> {
+        let Some(c) = cut else { return Ok((0, 0)) };
+        let segs = &self.store.commitlog.segments;
+        let i = segs
+            .iter()
+            .position(|s| rel(self.store, &s.path) == c.file)
+            .unwrap_or(0);
+        let (records, bytes) = salvage_scan(self.store, i, c.position, |_, _| Ok(()))?;
+        let moved = self.fates.iter().filter(|f| **f == Fate::Out).count();
+        self.act(
+            format!(
+                "commitlog unreadable from {} byte {}: {}",
+                c.file, c.position, c.reason
+            ),
+            &format!(
+                "cut there as the broker's recovery would; move {moved} later file(s) and the \
+                 bytes after the cut to the repair folder"
+            ),
+            0,
+            0,
+        );
+        if records > 0 {
+            self.act(
+                "valid records after the cut".into(),
+                "salvage them to salvaged/ (a store) and salvaged.jsonl, with original offsets \
+                 and ids",
+                records,
+                bytes,
+            );
+        }
+        Ok((records, bytes))
+    }
 }
 
 /// A proven header fix that fits its field: the damaged header, its commitlog file, the
