@@ -18,6 +18,23 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
 }
 
+/// A command line split at spaces (the paths here have none).
+fn words(line: &str) -> Vec<String> {
+    line.split_whitespace().map(String::from).collect()
+}
+
+/// `pull` that commits its offset to an overlay store.
+fn pull_commit(store: &dyn std::fmt::Display, overlay: &dyn std::fmt::Display) -> String {
+    format!(
+        "pull {store} --group OrderGroup --topic OrderTopic --queue 0 --commit --overlay {overlay}"
+    )
+}
+
+/// `replay` with an overlay store, until nothing is left to consume.
+fn replay_until_idle(store: &dyn std::fmt::Display, overlay: &dyn std::fmt::Display) -> String {
+    format!("replay {store} --group OrderGroup --exec true --until-idle --overlay {overlay}")
+}
+
 fn message(topic: &str, queue_id: i32, n: i64) -> Message {
     Message {
         topic: topic.into(),
@@ -246,72 +263,20 @@ fn outputs_inside_a_store_are_refused() {
     copy_tree(&fixture(), &store);
     let before = snapshot(&store);
     let inside = |p: &str| store.join(p).display().to_string();
-    let cases: Vec<Vec<String>> = vec![
-        vec![
-            "repair".into(),
-            store.display().to_string(),
-            "--out".into(),
-            inside("sub"),
-        ],
-        vec![
-            "rebuild".into(),
-            store.display().to_string(),
-            "--out".into(),
-            inside("r"),
-        ],
-        vec![
-            "export".into(),
-            store.display().to_string(),
-            "--group".into(),
-            "OrderGroup".into(),
-            "--out".into(),
-            inside("x.jsonl"),
-        ],
-        vec![
-            "export".into(),
-            store.display().to_string(),
-            "--group".into(),
-            "OrderGroup".into(),
-            "--out".into(),
-            inside("exported"),
-        ],
-        vec![
-            "pull".into(),
-            store.display().to_string(),
-            "--group".into(),
-            "OrderGroup".into(),
-            "--topic".into(),
-            "OrderTopic".into(),
-            "--queue".into(),
-            "0".into(),
-            "--commit".into(),
-            "--overlay".into(),
-            inside("ov"),
-        ],
-        vec![
-            "replay".into(),
-            store.display().to_string(),
-            "--group".into(),
-            "OrderGroup".into(),
-            "--exec".into(),
-            "true".into(),
-            "--until-idle".into(),
-            "--overlay".into(),
-            inside("ov"),
-        ],
-        vec![
-            "gen".into(),
-            inside("commitlog"),
-            "--messages".into(),
-            "10".into(),
-        ],
-        vec![
-            "gen".into(),
-            inside("sub/new"),
-            "--messages".into(),
-            "10".into(),
-        ],
-    ];
+    let s = store.display();
+    let cases: Vec<Vec<String>> = [
+        format!("repair {s} --out {}", inside("sub")),
+        format!("rebuild {s} --out {}", inside("r")),
+        format!("export {s} --group OrderGroup --out {}", inside("x.jsonl")),
+        format!("export {s} --group OrderGroup --out {}", inside("exported")),
+        pull_commit(&s, &inside("ov")),
+        replay_until_idle(&s, &inside("ov")),
+        format!("gen {} --messages 10", inside("commitlog")),
+        format!("gen {} --messages 10", inside("sub/new")),
+    ]
+    .iter()
+    .map(|c| words(c))
+    .collect();
     for args in cases {
         let o = bin()
             .env("PATH", "/usr/bin:/bin")
@@ -406,48 +371,17 @@ fn in_place_writers_are_refused_while_another_process_holds_the_lock() {
     let before = snapshot(t.path());
     let held_store = hold_lock(&store.join("lock")).expect("lock held");
     let held_overlay = hold_lock(&overlay.join("lock")).expect("overlay lock held");
-    let cases: Vec<Vec<String>> = vec![
-        vec![
-            "rebuild".into(),
-            store.display().to_string(),
-            "--in-place".into(),
-        ],
-        vec![
-            "repair".into(),
-            store.display().to_string(),
-            "--in-place".into(),
-        ],
-        vec![
-            "repair".into(),
-            store.display().to_string(),
-            "--out".into(),
-            t.path().join("o").display().to_string(),
-        ],
-        vec![
-            "pull".into(),
-            store.display().to_string(),
-            "--group".into(),
-            "OrderGroup".into(),
-            "--topic".into(),
-            "OrderTopic".into(),
-            "--queue".into(),
-            "0".into(),
-            "--commit".into(),
-            "--overlay".into(),
-            overlay.display().to_string(),
-        ],
-        vec![
-            "replay".into(),
-            store.display().to_string(),
-            "--group".into(),
-            "OrderGroup".into(),
-            "--exec".into(),
-            "true".into(),
-            "--until-idle".into(),
-            "--overlay".into(),
-            overlay.display().to_string(),
-        ],
-    ];
+    let (s, ov) = (store.display(), overlay.display());
+    let cases: Vec<Vec<String>> = [
+        format!("rebuild {s} --in-place"),
+        format!("repair {s} --in-place"),
+        format!("repair {s} --out {}", t.path().join("o").display()),
+        pull_commit(&s, &ov),
+        replay_until_idle(&s, &ov),
+    ]
+    .iter()
+    .map(|c| words(c))
+    .collect();
     for args in cases {
         let o = bin()
             .env("PATH", "/usr/bin:/bin")
