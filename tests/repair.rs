@@ -618,3 +618,29 @@ fn regression_13_schedule_record_with_a_bad_delay() {
     assert_bytes_kept(&r, &original, "bad delay");
     assert!(r.manifest["salvaged_records"].as_u64().unwrap() > 100);
 }
+
+/// Found by the `store_walk` fuzz target: the first record of a queue with both PHYSICALOFFSET
+/// and QUEUEOFFSET damaged (negative), nothing proving the queue offset. Only PHYSICALOFFSET was
+/// judged (one rule a record), so repair mended it, kept the record, and the repaired store
+/// failed verify on the queue offset. Each rule a record breaks is judged now: the commitlog is
+/// cut at the record, and its bytes are in the repair folder.
+#[test]
+fn regression_13_two_fields_of_one_record() {
+    let f = commitlog_file(&fixture(), 0);
+    let p = (1..40)
+        .map(|n| record_pos(&f, n))
+        .find(|&p| queue_offset_at(&f, p) == 0)
+        .unwrap();
+    let (t, s) = damaged(&fixture(), |s| {
+        std::fs::remove_dir_all(s.join("consumequeue")).unwrap();
+        patch(&commitlog_file(s, 0), p + 20, |b| {
+            b[..8].copy_from_slice(&(-7i64).to_be_bytes());
+            b[8..16].copy_from_slice(&12345i64.to_be_bytes());
+        });
+    });
+    let original = tree(&s);
+    let r = repair_out(t, s);
+    assert_consistent(&r, "two fields");
+    assert_bytes_kept(&r, &original, "two fields");
+    assert_eq!(r.manifest["cut"]["offset"].as_u64(), Some(p as u64));
+}

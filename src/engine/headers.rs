@@ -545,8 +545,11 @@ pub fn judge(
         let already = if field == Field::PhysicalOffset {
             fixed.contains_key(&(s.offset, field))
         } else {
-            // A proven fix of another field of this record explains the rule it broke.
-            fixed.keys().any(|(o, _)| *o == s.offset)
+            // A proven fix of another field of this record (not PHYSICALOFFSET, which the
+            // position proves alone) explains the rule it broke.
+            fixed
+                .keys()
+                .any(|(o, f)| *o == s.offset && *f != Field::PhysicalOffset)
         };
         if already {
             continue;

@@ -1112,11 +1112,12 @@ impl<'c, 'a> SegState<'c, 'a> {
         let p = Props::of(m);
         let topic = self.topics.of(&m.topic);
         if in_topic && self.suspects.len() < MAX_HEADER_EVIDENCE {
-            let rule = if m.physical_offset != m.position as i64 {
-                Some(Rule::PhysicalOffset {
+            // PHYSICALOFFSET apart from the rest: one record can break both.
+            let physical =
+                (m.physical_offset != m.position as i64).then_some(Rule::PhysicalOffset {
                     found: m.physical_offset,
-                })
-            } else if let Some(e) = topic.bad_name {
+                });
+            let queue = if let Some(e) = topic.bad_name {
                 Some(Rule::Topic(e))
             } else if m.queue_id < 0 {
                 Some(Rule::NegativeQueueId)
@@ -1125,7 +1126,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             } else {
                 None
             };
-            if let Some(rule) = rule {
+            for rule in physical.into_iter().chain(queue) {
                 self.suspects.push(Suspect {
                     offset: m.position,
                     slot: QueueSlot::of(m),
