@@ -368,6 +368,16 @@ fn file_names() {
         parse_file_name(&name_by_store_time(&ctx)),
         Some(1796073053204)
     );
+    // A store time no name holds (a damaged header) goes on from the previous name: it does not
+    // take the last name, which every later file would then get too.
+    let far = NewFileContext {
+        trigger_store_timestamp: i64::MAX / 2,
+        ..ctx
+    };
+    assert_eq!(
+        parse_file_name(&name_by_store_time(&far)),
+        Some(1796073053204)
+    );
 }
 
 // ---------------------------------------------------------------- oracle: lookups

@@ -292,8 +292,14 @@ pub struct NewFileContext<'a> {
 /// local time, moved 1 ms past the previous file's name when needed so names stay unique and
 /// sorted. The broker used the wall clock, a little after the store time.
 pub fn name_by_store_time(ctx: &NewFileContext<'_>) -> String {
+    let prev = ctx.prev_name.and_then(parse_file_name);
     let mut t = ctx.trigger_store_timestamp;
-    if let Some(prev) = ctx.prev_name.and_then(parse_file_name) {
+    if format_file_name(t).is_none() {
+        // A store time no name can hold (a damaged header): go on from the previous name, so a
+        // far-future time does not take the last name and make the files after it collide.
+        t = prev.map_or(0, |p| p.saturating_add(1));
+    }
+    if let Some(prev) = prev {
         if t <= prev {
             t = prev.saturating_add(1);
         }
