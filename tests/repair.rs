@@ -198,7 +198,11 @@ fn assert_bytes_kept(r: &Repaired, original: &BTreeMap<PathBuf, Vec<u8>>, ctx: &
     for x in r.manifest["removed"].as_array().unwrap() {
         let len = x["length"].as_u64().unwrap();
         let bytes = match x["saved_as"].as_str() {
-            Some(saved) => std::fs::read(r.repair.join(saved)).unwrap(),
+            Some(saved) => {
+                let at = x["saved_offset"].as_u64().unwrap() as usize;
+                let all = std::fs::read(r.repair.join(saved)).unwrap();
+                all[at..at + len as usize].to_vec()
+            }
             // only zeros: listed, nothing to keep
             None => vec![0; len as usize],
         };

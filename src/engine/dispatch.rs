@@ -40,9 +40,6 @@ pub struct Dispatch {
     /// topic breaks the topic rule or its queue id is negative, so it names no folder that can
     /// be made safely (the record's header is damaged; `verify` reports it).
     pub refused: Option<NameError>,
-    /// Index keys `topic#key` in insertion order: UNIQ_KEY, then each KEYS element. Empty for
-    /// ROLLBACK records.
-    pub index_keys: Vec<String>,
     /// The record's commitlog offset (the PHYSICALOFFSET field, as the broker uses it).
     pub phy_offset: i64,
     pub store_timestamp: i64,
@@ -105,22 +102,27 @@ pub fn dispatch(m: &MessageRef<'_>, g: &Geometry) -> Result<Dispatch, DispatchEr
         record_tags_code(m, g)?;
         None
     };
-    let mut index_keys = Vec::new();
-    if tx != TransactionType::Rollback {
-        if let Some(u) = m.uniq_key() {
-            index_keys.push(format!("{}#{}", m.topic, u));
-        }
-        for k in m.keys() {
-            index_keys.push(format!("{}#{}", m.topic, k));
-        }
-    }
     Ok(Dispatch {
         cq,
         refused,
-        index_keys,
         phy_offset: m.physical_offset,
         store_timestamp: m.store_timestamp,
     })
+}
+
+/// Index keys `topic#key` in insertion order: UNIQ_KEY, then each KEYS element. Empty for
+/// ROLLBACK records.
+pub fn index_keys(m: &MessageRef<'_>) -> Vec<String> {
+    let mut keys = Vec::new();
+    if m.transaction_type() != TransactionType::Rollback {
+        if let Some(u) = m.uniq_key() {
+            keys.push(format!("{}#{}", m.topic, u));
+        }
+        for k in m.keys() {
+            keys.push(format!("{}#{}", m.topic, k));
+        }
+    }
+    keys
 }
 
 /// True for topics the broker creates for itself (schedule, transactions, retry, DLQ, `rmq_sys_`).
@@ -169,6 +171,13 @@ mod tests {
         dispatch(&m, &Geometry::default())
     }
 
+    fn keys_of(b: &[u8]) -> Vec<String> {
+        let Ok(Record::Message(m)) = parse_record(b, 0, 0, true) else {
+            panic!()
+        };
+        index_keys(&m)
+    }
+
     #[test]
     fn normal_record() {
         let b = msg(
@@ -190,7 +199,7 @@ mod tests {
                 tags_code: 2598919
             }
         );
-        assert_eq!(d.index_keys, vec!["T#U1", "T#k1", "T#k2"]);
+        assert_eq!(keys_of(&b), vec!["T#U1", "T#k1", "T#k2"]);
     }
 
     #[test]
@@ -219,13 +228,13 @@ mod tests {
     #[test]
     fn transaction_types() {
         let p = &[("UNIQ_KEY", "U"), ("KEYS", "k")][..];
-        let prepared = run(&msg("T", p, sysflag::TRANSACTION_PREPARED)).unwrap();
-        assert!(prepared.cq.is_none());
-        assert_eq!(prepared.index_keys.len(), 2);
-        let rollback = run(&msg("T", p, sysflag::TRANSACTION_ROLLBACK)).unwrap();
-        assert!(rollback.cq.is_none() && rollback.index_keys.is_empty());
-        let commit = run(&msg("T", p, sysflag::TRANSACTION_COMMIT)).unwrap();
-        assert!(commit.cq.is_some() && commit.index_keys.len() == 2);
+        let prepared = msg("T", p, sysflag::TRANSACTION_PREPARED);
+        assert!(run(&prepared).unwrap().cq.is_none());
+        assert_eq!(keys_of(&prepared).len(), 2);
+        let rollback = msg("T", p, sysflag::TRANSACTION_ROLLBACK);
+        assert!(run(&rollback).unwrap().cq.is_none() && keys_of(&rollback).is_empty());
+        let commit = msg("T", p, sysflag::TRANSACTION_COMMIT);
+        assert!(run(&commit).unwrap().cq.is_some() && keys_of(&commit).len() == 2);
     }
 
     #[test]

@@ -34,14 +34,20 @@ fn name_by_store_time_utc(ctx: &NewFileContext<'_>) -> String {
     format_file_name_in(t, &chrono::Utc).unwrap_or_else(|| format!("{:017}", t.max(0)))
 }
 
+/// Entries an index file being built holds before they are written to it: memory stays the slot
+/// table and this many entries, however many the file gets.
+const DRAIN_AT: usize = 1 << 16;
+
 /// Builds the index files of a store as the broker's `IndexService.buildIndex` does, writing
-/// each file to `dir` when it is full. Files are named by the store time of the record that
+/// each file to `dir` when it is full (its entries go out as they gather). Files are named by the store time of the record that
 /// opened them (the broker uses its wall clock then), so the output is reproducible.
 pub struct IndexBuilder {
     dir: PathBuf,
     indexer: Indexer<NameFn>,
     /// endTimestamp of the last full file written: the checkpoint's indexMsgTimestamp.
     last_full_end: i64,
+    /// Entries the current file holds before they are written out ([`DRAIN_AT`]).
+    drain_at: usize,
 }
 
 impl IndexBuilder {
@@ -59,6 +65,7 @@ impl IndexBuilder {
             dir,
             indexer,
             last_full_end: 0,
+            drain_at: DRAIN_AT,
         })
     }
 
@@ -74,10 +81,21 @@ impl IndexBuilder {
             store_timestamp: m.store_timestamp,
             is_rollback: IndexRecord::is_rollback_sys_flag(m.sys_flag),
         };
-        let outcome = self.indexer.add(&rec);
+        self.add_record(&rec)
+    }
+
+    /// Index what the indexer needs of one record.
+    pub fn add_record(&mut self, rec: &IndexRecord<'_>) -> Result<AddOutcome> {
+        let outcome = self.indexer.add(rec);
         for f in self.indexer.take_finished() {
             self.last_full_end = f.file.header().end_timestamp;
             self.write(&f)?;
+        }
+        if let Some(cur) = self.indexer.current_mut() {
+            if cur.file.entries().len() >= self.drain_at {
+                std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+                cur.file.drain_to(&self.dir.join(&cur.name))?;
+            }
         }
         Ok(outcome)
     }
@@ -173,6 +191,58 @@ fn sampled_fit(b: &[u8], g: IndexGeometry) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Index files written as entries gather are the files written whole at the end.
+    #[test]
+    fn draining_entries_writes_the_same_files() {
+        let g = Geometry {
+            index_slots: crate::format::geometry::Sourced::new(
+                7,
+                crate::format::geometry::Source::Flag,
+            ),
+            index_entries: crate::format::geometry::Sourced::new(
+                40,
+                crate::format::geometry::Source::Flag,
+            ),
+            ..Geometry::default()
+        };
+        let dirs = tempfile::tempdir().unwrap();
+        let build = |name: &str, drain_at: usize| {
+            let dir = dirs.path().join(name);
+            let mut b = IndexBuilder::new(dir.clone(), &g, IndexNaming::Utc).unwrap();
+            b.drain_at = drain_at;
+            for i in 0..100i64 {
+                let (u, k) = (format!("U{i}"), format!("k{} k{}", i % 9, i % 4));
+                b.add_record(&IndexRecord {
+                    topic: if i % 3 == 0 { "A" } else { "B" },
+                    uniq_key: Some(&u),
+                    keys: (i % 5 != 0).then_some(k.as_str()),
+                    phy_offset: 100 * i,
+                    store_timestamp: 1_700_000_000_000 + 1500 * i,
+                    is_rollback: i % 17 == 0,
+                })
+                .unwrap();
+            }
+            b.finish().unwrap();
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            files.sort();
+            files
+                .iter()
+                .map(|p| (p.file_name().unwrap().to_owned(), std::fs::read(p).unwrap()))
+                .collect::<Vec<_>>()
+        };
+        let whole = build("whole", usize::MAX);
+        assert!(whole.len() >= 5, "{} files", whole.len());
+        for drain_at in [1, 3, 39] {
+            assert!(
+                build(&format!("drained-{drain_at}"), drain_at) == whole,
+                "{drain_at}"
+            );
+        }
+    }
 
     /// A broker-default-size index file holding `n` entries, put in as the broker does.
     fn default_file(n: i32) -> Vec<u8> {

@@ -15,7 +15,7 @@ use super::store::paths;
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::write::blank_record;
-use crate::format::commitlog::{Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
+use crate::format::commitlog::{prop, Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
 use crate::format::config::{persist, ConfigFile};
 use crate::format::consumequeue::write::QueueWriter;
 use crate::format::error::{Error, ErrorKind, Result};
@@ -49,6 +49,35 @@ struct SegmentWriter {
     start: u64,
     pos: u64,
     out: BufWriter<File>,
+    /// Bytes before this position have been handed to the kernel's writeback.
+    written_back: u64,
+}
+
+/// Every this many bytes a commitlog file being written is handed to writeback, so that the disk
+/// writes while records are still being made and the fsync at the end of the file is short.
+const WRITEBACK_STEP: u64 = 64 << 20;
+
+impl SegmentWriter {
+    fn new(path: PathBuf, start: u64, pos: u64, f: File) -> Self {
+        SegmentWriter {
+            path,
+            start,
+            pos,
+            out: BufWriter::with_capacity(1 << 20, f),
+            written_back: pos,
+        }
+    }
+
+    /// Start writeback of what was written since the last call, once a step has gathered.
+    fn write_back(&mut self) -> Result<()> {
+        if self.pos - self.written_back < WRITEBACK_STEP {
+            return Ok(());
+        }
+        self.out.flush().map_err(|e| Error::io(&self.path, e))?;
+        super::safedir::start_writeback(self.out.get_ref(), self.written_back, self.pos);
+        self.written_back = self.pos;
+        Ok(())
+    }
 }
 
 /// Appends messages and dispatches them, as the broker's put path and reput service do.
@@ -163,13 +192,7 @@ impl StoreWriter {
                 let m = r?;
                 w.dispatch_record(&m)?;
                 if m.transaction_type().is_queued() {
-                    let n = m
-                        .property(crate::format::commitlog::prop::INNER_NUM)
-                        .and_then(|s| crate::format::java::parse_int(&s))
-                        .filter(|_| {
-                            m.sys_flag & crate::format::commitlog::sysflag::INNER_BATCH != 0
-                        })
-                        .unwrap_or(1) as i64;
+                    let n = batch_count(m.property(prop::INNER_NUM).as_deref(), m.sys_flag);
                     w.queue_offsets.insert(
                         (m.topic.to_string(), m.queue_id),
                         m.queue_offset.saturating_add(n),
@@ -193,12 +216,12 @@ impl StoreWriter {
                     use std::io::Seek;
                     f.seek(std::io::SeekFrom::Start(pos as u64))
                         .map_err(|e| Error::io(&seg.path, e))?;
-                    w.segment = Some(SegmentWriter {
-                        path: seg.path.clone(),
-                        start: seg.start,
-                        pos: pos as u64,
-                        out: BufWriter::with_capacity(1 << 20, f),
-                    });
+                    w.segment = Some(SegmentWriter::new(
+                        seg.path.clone(),
+                        seg.start,
+                        pos as u64,
+                        f,
+                    ));
                     break;
                 }
                 end => {
@@ -256,12 +279,7 @@ impl StoreWriter {
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let path = dir.join(offset_to_name(start));
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
-        self.segment = Some(SegmentWriter {
-            path,
-            start,
-            pos: 0,
-            out: BufWriter::with_capacity(1 << 20, f),
-        });
+        self.segment = Some(SegmentWriter::new(path, start, 0, f));
         Ok(())
     }
 
@@ -281,10 +299,60 @@ impl StoreWriter {
     /// Append a message as the broker's `CommitLog.putMessage` does: assign the physical offset
     /// and (for NOT/COMMIT records) the next queue offset, end the file with a blank record when
     /// the message does not fit, then dispatch it.
-    pub fn append(&mut self, mut msg: Message) -> Result<Appended> {
+    pub fn append(&mut self, msg: Message) -> Result<Appended> {
+        self.buf.clear();
+        msg.encode_into(&mut self.buf)
+            .map_err(|e| Error::layout(&self.root, e.to_string()))?;
+        let n = batch_count(msg.property(prop::INNER_NUM).as_deref(), msg.sys_flag);
+        let queued = msg.transaction_type().is_queued();
+        let (wrote_offset, queue_offset) =
+            self.put_buffered(&msg.topic, msg.queue_id, queued, n)?;
+        let buf = std::mem::take(&mut self.buf);
+        let res = self.dispatch_bytes(&buf, wrote_offset);
+        self.buf = buf;
+        res?;
+        Ok(Appended {
+            wrote_offset,
+            wrote_bytes: self.buf.len(),
+            queue_offset,
+            msg_id: crate::format::msgid::offset_msg_id(&msg.store_host, wrote_offset as i64),
+        })
+    }
+
+    /// Append a record as it was stored elsewhere (salvage): its bytes unchanged but for
+    /// QUEUEOFFSET and PHYSICALOFFSET, which this store assigns (BODYCRC covers the body only).
+    pub fn append_record(&mut self, m: &MessageRef<'_>) -> Result<Appended> {
+        self.buf.clear();
+        self.buf.extend_from_slice(m.raw);
+        let n = batch_count(m.property(prop::INNER_NUM).as_deref(), m.sys_flag);
+        let queued = m.transaction_type().is_queued();
+        let (wrote_offset, queue_offset) = self.put_buffered(&m.topic, m.queue_id, queued, n)?;
+        // Dispatched as written: the same record at its new offsets.
+        let mut here = m.clone();
+        here.position = wrote_offset;
+        here.physical_offset = wrote_offset as i64;
+        here.queue_offset = queue_offset;
+        self.dispatch_record(&here)?;
+        Ok(Appended {
+            wrote_offset,
+            wrote_bytes: m.raw.len(),
+            queue_offset,
+            msg_id: crate::format::msgid::offset_msg_id(&m.store_host, wrote_offset as i64),
+        })
+    }
+
+    /// The record encoded in `self.buf` gets its offsets and goes into the commitlog (after a
+    /// blank record ending the file when it does not fit). Returns its offset and queue offset.
+    fn put_buffered(
+        &mut self,
+        topic: &str,
+        queue_id: i32,
+        queued: bool,
+        batch: i64,
+    ) -> Result<(u64, i64)> {
         let file_size = self.options.geometry.commitlog_file_size.value;
-        let len = msg.encoded_len();
-        if (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size {
+        let len = self.buf.len();
+        if (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size || len < PHYSICAL_OFFSET_END {
             return Err(Error::layout(
                 &self.root,
                 format!(
@@ -313,39 +381,26 @@ impl StoreWriter {
             return Err(Error::layout(&self.root, "no commitlog file open"));
         };
         let wrote_offset = seg.start + seg.pos;
-        msg.physical_offset = wrote_offset as i64;
-        let key = (msg.topic.clone(), msg.queue_id);
-        let queued = msg.transaction_type().is_queued();
-        msg.queue_offset = if queued {
-            *self.queue_offsets.get(&key).unwrap_or(&0)
+        let queue_offset = if queued {
+            let next = self
+                .queue_offsets
+                .entry((topic.to_string(), queue_id))
+                .or_insert(0);
+            let at = *next;
+            *next = at + batch;
+            at
         } else {
             0
         };
-        self.buf.clear();
-        msg.encode_into(&mut self.buf)
-            .map_err(|e| Error::layout(&seg.path, e.to_string()))?;
+        self.buf[QUEUE_OFFSET_AT..PHYSICAL_OFFSET_AT].copy_from_slice(&queue_offset.to_be_bytes());
+        self.buf[PHYSICAL_OFFSET_AT..PHYSICAL_OFFSET_END]
+            .copy_from_slice(&(wrote_offset as i64).to_be_bytes());
         seg.out
             .write_all(&self.buf)
             .map_err(|e| Error::io(&seg.path, e))?;
-        seg.pos += self.buf.len() as u64;
-        if queued {
-            let n = msg
-                .property(crate::format::commitlog::prop::INNER_NUM)
-                .and_then(|s| crate::format::java::parse_int(&s))
-                .filter(|_| msg.sys_flag & crate::format::commitlog::sysflag::INNER_BATCH != 0)
-                .unwrap_or(1) as i64;
-            self.queue_offsets.insert(key, msg.queue_offset + n);
-        }
-        let buf = std::mem::take(&mut self.buf);
-        let res = self.dispatch_bytes(&buf, wrote_offset);
-        self.buf = buf;
-        res?;
-        Ok(Appended {
-            wrote_offset,
-            wrote_bytes: len,
-            queue_offset: msg.queue_offset,
-            msg_id: crate::format::msgid::offset_msg_id(&msg.store_host, wrote_offset as i64),
-        })
+        seg.pos += len as u64;
+        seg.write_back()?;
+        Ok((wrote_offset, queue_offset))
     }
 
     fn dispatch_bytes(&mut self, buf: &[u8], offset: u64) -> Result<()> {
@@ -432,6 +487,19 @@ impl StoreWriter {
         write_synced(&p, &cp.to_bytes())?;
         Ok(cp)
     }
+}
+
+/// Where QUEUEOFFSET and PHYSICALOFFSET are in every record (v1 and v2 alike).
+const QUEUE_OFFSET_AT: usize = 20;
+const PHYSICAL_OFFSET_AT: usize = 28;
+const PHYSICAL_OFFSET_END: usize = 36;
+
+/// The queue offsets a queued record takes: INNER_NUM of an inner batch, else 1.
+fn batch_count(inner_num: Option<&str>, sys_flag: i32) -> i64 {
+    inner_num
+        .and_then(crate::format::java::parse_int)
+        .filter(|_| sys_flag & crate::format::commitlog::sysflag::INNER_BATCH != 0)
+        .unwrap_or(1) as i64
 }
 
 /// Write a whole file and fsync it.

@@ -227,7 +227,9 @@ pub fn assert_every_byte_kept(
 ) {
     use std::collections::HashMap;
     use std::os::unix::fs::FileExt;
-    let mut pieces: HashMap<PathBuf, Vec<(u64, u64, Option<PathBuf>)>> = HashMap::new();
+    // (offset, length, saved as, offset in the saved file) of each listed range, per file
+    type Piece = (u64, u64, Option<PathBuf>, u64);
+    let mut pieces: HashMap<PathBuf, Vec<Piece>> = HashMap::new();
     let mut listed = std::collections::HashSet::new();
     let mut saved_dirs: Vec<(PathBuf, PathBuf)> = Vec::new();
     for x in manifest["removed"].as_array().unwrap() {
@@ -236,22 +238,26 @@ pub fn assert_every_byte_kept(
         let off = x["offset"].as_u64().unwrap();
         let len = x["length"].as_u64().unwrap();
         let saved = x["saved_as"].as_str().map(|s| repair.join(s));
-        // Saved regular files hold exactly the bytes listed (links and folders are themselves).
+        let saved_off = x["saved_offset"].as_u64().unwrap();
+        // Saved regular files hold the bytes listed from saved_offset on (links and folders are
+        // themselves).
         let saved_file = saved
             .as_ref()
             .filter(|s| std::fs::symlink_metadata(s).is_ok_and(|m| m.is_file()));
         if let Some(s) = saved_file {
-            assert_eq!(
-                std::fs::metadata(s).map(|m| m.len()).unwrap_or(u64::MAX),
-                len,
-                "{ctx}: saved copy {} has the wrong length",
+            assert!(
+                std::fs::metadata(s).map(|m| m.len()).unwrap_or(0) >= saved_off + len,
+                "{ctx}: saved copy {} is too short",
                 s.display()
             );
         }
         if let Some(dir) = saved.as_ref().filter(|s| s.is_dir()) {
             saved_dirs.push((file.clone(), dir.clone()));
         }
-        pieces.entry(file).or_default().push((off, len, saved));
+        pieces
+            .entry(file)
+            .or_default()
+            .push((off, len, saved, saved_off));
     }
     let mut stack = vec![original.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -299,7 +305,7 @@ pub fn assert_every_byte_kept(
                             f.read_exact_at(&mut have[..upto], at).unwrap();
                         }
                     }
-                    for (off, len, saved) in &mine {
+                    for (off, len, saved, saved_off) in &mine {
                         let (s, e) = ((*off).max(at), (off + len).min(at + n));
                         if s >= e {
                             continue;
@@ -308,7 +314,7 @@ pub fn assert_every_byte_kept(
                         match saved {
                             Some(sp) => std::fs::File::open(sp)
                                 .unwrap()
-                                .read_exact_at(dst, s - off)
+                                .read_exact_at(dst, s - off + saved_off)
                                 .unwrap(),
                             None => dst.fill(0),
                         }

@@ -88,6 +88,9 @@ pub struct Removed {
     /// Path relative to the repair folder; `None` when the range held only zeros (nothing to
     /// keep) or the entry has no bytes (a FIFO, a folder).
     pub saved_as: Option<String>,
+    /// Where the range starts in `saved_as`: 0 for a file saved whole, `offset` for a range of a
+    /// rewritten commitlog file (saved whole, as it was, and named by each of its ranges).
+    pub saved_offset: u64,
     pub why: String,
 }
 
@@ -188,39 +191,66 @@ fn salvage_scan(
     store: &Store,
     from_seg: usize,
     from_pos: u64,
-    mut f: impl FnMut(&Path, &crate::format::commitlog::MessageRef<'_>) -> Result<()>,
+    mut f: impl FnMut(usize, &crate::format::commitlog::MessageRef<'_>) -> Result<()>,
 ) -> Result<(u64, u64)> {
     let (mut n, mut bytes) = (0u64, 0u64);
-    for (i, seg) in store.commitlog.segments.iter().enumerate().skip(from_seg) {
-        let map = seg.map()?;
-        let mut p = if i == from_seg { from_pos as usize } else { 0 };
-        // The record at the cut itself is a candidate too.
-        let mut next = Some(p);
-        while let Some(start) = next {
-            match parse_record(&map, start, seg.start, false) {
-                Ok(Record::Message(m))
-                    if m.physical_offset == (seg.start + start as u64) as i64
-                        && (m.body.is_empty() || m.body_crc_ok())
-                        && record_tags_code(&m, &store.geometry).is_ok() =>
-                {
-                    f(&seg.path, &m)?;
-                    n += 1;
-                    bytes += m.raw.len() as u64;
-                    p = start + m.raw.len();
-                    next = Some(p);
-                    continue;
-                }
-                Ok(Record::EndOfData) => {
-                    // Zeros (or a hole): go on from the next byte that is not zero.
-                    next = crate::engine::recovery::first_nonzero_from(&map, start, &seg.path)
-                        .and_then(|z| next_magic(&map, z.saturating_sub(4).max(start + 1), false));
-                    continue;
-                }
-                _ => {}
-            }
-            next = next_magic(&map, start + 1, false);
-        }
-        map.release(0, map.len());
+    for i in from_seg..store.commitlog.segments.len() {
+        let from = if i == from_seg { from_pos } else { 0 };
+        let (a, b) = salvage_file(store, i, from, &mut f)?;
+        n += a;
+        bytes += b;
     }
+    Ok((n, bytes))
+}
+
+/// What [`salvage_scan`] would find, (records, bytes), the files read in parallel (no record
+/// spans two files, so each is scanned on its own).
+fn salvage_count(store: &Store, from_seg: usize, from_pos: u64) -> Result<(u64, u64)> {
+    use rayon::prelude::*;
+    (from_seg..store.commitlog.segments.len())
+        .into_par_iter()
+        .map(|i| {
+            let from = if i == from_seg { from_pos } else { 0 };
+            salvage_file(store, i, from, &mut |_, _| Ok(()))
+        })
+        .try_reduce(|| (0, 0), |a, b| Ok((a.0 + b.0, a.1 + b.1)))
+}
+
+/// [`salvage_scan`] over one file, from `from`.
+fn salvage_file(
+    store: &Store,
+    i: usize,
+    from: u64,
+    f: &mut impl FnMut(usize, &crate::format::commitlog::MessageRef<'_>) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let (mut n, mut bytes) = (0u64, 0u64);
+    let seg = &store.commitlog.segments[i];
+    let map = seg.map()?;
+    // The record at the cut itself is a candidate too.
+    let mut next = Some(from as usize);
+    while let Some(start) = next {
+        match parse_record(&map, start, seg.start, false) {
+            Ok(Record::Message(m))
+                if m.physical_offset == (seg.start + start as u64) as i64
+                    && (m.body.is_empty() || m.body_crc_ok())
+                    && record_tags_code(&m, &store.geometry).is_ok() =>
+            {
+                f(i, &m)?;
+                n += 1;
+                bytes += m.raw.len() as u64;
+                next = Some(start + m.raw.len());
+                continue;
+            }
+            Ok(Record::EndOfData) => {
+                // Zeros (or a hole): go on from the next byte that is not zero.
+                next = crate::engine::recovery::first_nonzero_from(&map, start, &seg.path)
+                    .and_then(|z| next_magic(&map, z.saturating_sub(4).max(start + 1), false));
+                continue;
+            }
+            _ => {}
+        }
+        next = next_magic(&map, start + 1, false);
+    }
+    map.release(0, map.len());
     Ok((n, bytes))
 }

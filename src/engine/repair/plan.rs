@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{
-    hex, rel, salvage_scan, Action, ConfigWrite, Cut, Fate, HeaderRepair, Plan, STAGE_MARKER,
+    hex, rel, salvage_count, Action, ConfigWrite, Cut, Fate, HeaderRepair, Plan, STAGE_MARKER,
 };
 use crate::engine::headers::{field_patch, DamagedHeader};
 use crate::engine::rebuild::{plan_queues, Patch, RebuildOptions, Source};
@@ -351,7 +351,7 @@ impl Draft<'_> {
             .iter()
             .position(|s| rel(self.store, &s.path) == c.file)
             .unwrap_or(0);
-        let (records, bytes) = salvage_scan(self.store, i, c.position, |_, _| Ok(()))?;
+        let (records, bytes) = salvage_count(self.store, i, c.position)?;
         let moved = self.fates.iter().filter(|f| **f == Fate::Out).count();
         self.act(
             format!(

@@ -9,14 +9,15 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{rel, salvage_scan, Fate, Manifest, Plan, Removed, STAGE_MARKER};
-use crate::engine::index::IndexNaming;
+use crate::engine::index::{IndexBuilder, IndexNaming};
 use crate::engine::rebuild::{rebuild_from, Source};
-use crate::engine::safedir::{link_or_copy, save_range, sync_tree, write_copy, write_new};
+use crate::engine::safedir::{link_or_copy, sync_tree, write_copy, write_new};
 use crate::engine::store::{paths, Store};
 use crate::engine::writer::{StoreWriter, WriterOptions};
 use crate::format::checkpoint::Checkpoint;
 use crate::format::entry::{self, Entry, Kind};
 use crate::format::error::{Error, Result};
+use crate::format::indexfile::write::IndexRecord;
 use crate::format::mapped::Mapped;
 
 /// Carries a plan out: the repaired store is staged at `stage` (which must not exist), its repair
@@ -169,21 +170,26 @@ impl Staging<'_> {
             offset: 0,
             length: len,
             saved_as: Some(saved),
+            saved_offset: 0,
             why: why.into(),
         });
         Ok(())
     }
 
-    /// Bytes `from..to` of a file, copied into the repair folder.
+    /// Bytes `from..to` of a file that is rewritten: the file as it was is kept whole in the
+    /// repair folder (a hard link, made once) and the range is listed as a part of it.
     fn save_part(&mut self, p: &Path, from: u64, to: u64, why: &str) -> Result<()> {
         let relp = rel(self.store, p);
-        let (dst, saved) = self.saved_path(&relp, &format!(".at-{from}"));
-        save_range(p, from, to, &dst)?;
+        let (dst, saved) = self.saved_path(&relp, "");
+        if entry::probe(&dst).kind == Kind::Missing {
+            link_or_copy(p, &dst)?;
+        }
         self.removed.push(Removed {
             file: relp,
             offset: from,
             length: to - from,
             saved_as: Some(saved),
+            saved_offset: from,
             why: why.into(),
         });
         Ok(())
@@ -228,6 +234,7 @@ impl Staging<'_> {
             offset: from,
             length: to - from,
             saved_as: None,
+            saved_offset: 0,
             why: "zeros after the end of the kept data".into(),
         });
     }
@@ -252,6 +259,7 @@ impl Staging<'_> {
             offset: 0,
             length: e.kind.file_len(),
             saved_as: saved,
+            saved_offset: 0,
             why: why.into(),
         });
         Ok(())
@@ -285,6 +293,7 @@ impl Staging<'_> {
                     offset: 0,
                     length: 0,
                     saved_as: None,
+                    saved_offset: 0,
                     why: format!("{}: has no bytes to keep", k.describe()),
                 }),
             }
@@ -436,11 +445,11 @@ fn copy_config(store: &Store, stage: &Path, plan: &Plan, st: &mut Staging<'_>) -
     Ok(())
 }
 
-/// One line of `salvaged.jsonl`: where a salvaged record was, where it is in the salvage store,
-/// and what finds it (ids, keys, tags). The body is in the salvage store only.
+/// One line of `salvaged.jsonl`: where a salvaged record was, where it is in the salvage
+/// store, and what finds it (ids, keys, tags). The body is in the salvage store only.
 #[derive(Serialize)]
 struct SalvagedLine<'a> {
-    file: String,
+    file: &'a str,
     commitlog_offset: u64,
     salvaged_offset: u64,
     size: i32,
@@ -454,7 +463,16 @@ struct SalvagedLine<'a> {
     store_timestamp: i64,
 }
 
+/// A salvaged record as the scan hands it to the listing: its commitlog file (an index into
+/// the store's segments), its position there, its offset in the salvage store.
+type Salvaged = (usize, u64, u64);
+
+/// Salvaged records handed from the scan to the listing at a time.
+const SALVAGE_BATCH: usize = 4096;
+
 /// Salvage the records after the cut into `repair/salvaged/` (a store) and `salvaged.jsonl`.
+/// The scan writes the salvage store's commitlog and queues; a second thread reads each
+/// salvaged record again to index it and list it, fed in batches over a bounded channel.
 fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
     let Some(c) = &plan.cut else {
         return Ok((0, 0));
@@ -467,48 +485,139 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
     else {
         return Ok((0, 0));
     };
-    let jsonl_path = repair.join("salvaged.jsonl");
+    let root = repair.join("salvaged");
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Salvaged>>(4);
+    std::thread::scope(|s| {
+        let listing = s.spawn(|| list_salvaged(store, rx, &root, repair));
+        let scanned = scan_salvage(store, i, c.position, &root, tx);
+        let listed = listing
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let (n, bytes, cp) = scanned?;
+        if let (Some(mut cp), Some(index_ts)) = (cp, listed?) {
+            // The writer wrote its checkpoint without an index: the listing built it.
+            cp.index_msg_timestamp = index_ts;
+            crate::engine::writer::write_synced(&root.join(paths::CHECKPOINT), &cp.to_bytes())?;
+        }
+        Ok((n, bytes))
+    })
+}
+
+/// The scan: each salvaged record appended to the salvage store and sent to the listing.
+fn scan_salvage(
+    store: &Store,
+    seg: usize,
+    position: u64,
+    root: &Path,
+    tx: std::sync::mpsc::SyncSender<Vec<Salvaged>>,
+) -> Result<(u64, u64, Option<Checkpoint>)> {
     let mut writer: Option<StoreWriter> = None;
-    let mut jsonl: Option<std::io::BufWriter<std::fs::File>> = None;
-    let (n, bytes) = salvage_scan(store, i, c.position, |path, r| {
+    let mut batch = Vec::with_capacity(SALVAGE_BATCH);
+    let (n, bytes) = salvage_scan(store, seg, position, |seg, r| {
         let w = match writer.as_mut() {
             Some(w) => w,
             None => writer.insert(StoreWriter::create(
-                &repair.join("salvaged"),
+                root,
                 WriterOptions {
                     geometry: store.geometry.clone(),
                     consumequeue: true,
-                    index: true,
+                    index: false,
                     index_naming: IndexNaming::Local,
                 },
             )?),
         };
-        let at = w.append(r.to_owned_message())?;
+        let at = w.append_record(r)?;
+        batch.push((seg, r.position, at.wrote_offset));
+        if batch.len() == SALVAGE_BATCH {
+            // A closed channel means the listing failed: its error is the one reported.
+            let _ = tx.send(std::mem::replace(
+                &mut batch,
+                Vec::with_capacity(SALVAGE_BATCH),
+            ));
+        }
+        Ok(())
+    })?;
+    let _ = tx.send(batch);
+    drop(tx);
+    let cp = writer.map(StoreWriter::finish).transpose()?;
+    Ok((n, bytes, cp))
+}
+
+/// The listing: the salvage store's index and `salvaged.jsonl`, each record read again where
+/// the scan found it. Returns the index's checkpoint timestamp, `None` when nothing was salvaged.
+fn list_salvaged(
+    store: &Store,
+    rx: std::sync::mpsc::Receiver<Vec<Salvaged>>,
+    root: &Path,
+    repair: &Path,
+) -> Result<Option<i64>> {
+    use crate::format::commitlog::read::{parse_record, Record};
+    let jsonl_path = repair.join("salvaged.jsonl");
+    let mut index: Option<IndexBuilder> = None;
+    let mut jsonl: Option<std::io::BufWriter<std::fs::File>> = None;
+    // The commitlog file being read: its segment number, name and map.
+    let mut file: Option<(usize, String, Mapped)> = None;
+    for (seg, position, salvaged_offset) in rx.iter().flatten() {
+        let s = &store.commitlog.segments[seg];
+        let (_, name, map) = match &mut file {
+            Some(f) if f.0 == seg => f,
+            f => {
+                if let Some((_, _, old)) = f.take() {
+                    old.release(0, old.len());
+                }
+                f.insert((seg, rel(store, &s.path), s.map()?))
+            }
+        };
+        let at = position.saturating_sub(s.start) as usize;
+        let r = match parse_record(map, at, s.start, false) {
+            Ok(Record::Message(r)) => r,
+            _ => {
+                return Err(Error::layout(
+                    &s.path,
+                    format!("the record salvaged at byte {at} no longer reads"),
+                ))
+            }
+        };
+        let ix = match index.as_mut() {
+            Some(ix) => ix,
+            None => index.insert(IndexBuilder::new(
+                root.join(paths::INDEX),
+                &store.geometry,
+                IndexNaming::Local,
+            )?),
+        };
+        let keys = r.property(crate::format::commitlog::prop::KEYS);
+        let uniq_key = r.uniq_key();
+        ix.add_record(&IndexRecord {
+            topic: &r.topic,
+            uniq_key: uniq_key.as_deref(),
+            keys: keys.as_deref(),
+            phy_offset: salvaged_offset as i64,
+            store_timestamp: r.store_timestamp,
+            is_rollback: IndexRecord::is_rollback_sys_flag(r.sys_flag),
+        })?;
+        let line = SalvagedLine {
+            file: name,
+            commitlog_offset: r.position,
+            salvaged_offset,
+            size: r.total_size,
+            topic: &r.topic,
+            queue_id: r.queue_id,
+            queue_offset: r.queue_offset,
+            msg_id: r.offset_msg_id(),
+            uniq_key,
+            keys: r.keys(),
+            tags: r.tags(),
+            store_timestamp: r.store_timestamp,
+        };
         let j = match jsonl.as_mut() {
             Some(j) => j,
             None => jsonl.insert(std::io::BufWriter::new(crate::engine::safedir::create_new(
                 &jsonl_path,
             )?)),
         };
-        let line = SalvagedLine {
-            file: rel(store, path),
-            commitlog_offset: r.position,
-            salvaged_offset: at.wrote_offset,
-            size: r.total_size,
-            topic: &r.topic,
-            queue_id: r.queue_id,
-            queue_offset: r.queue_offset,
-            msg_id: r.offset_msg_id(),
-            uniq_key: r.uniq_key(),
-            keys: r.keys(),
-            tags: r.tags(),
-            store_timestamp: r.store_timestamp,
-        };
         serde_json::to_writer(&mut *j, &line).map_err(|e| Error::io(&jsonl_path, e.into()))?;
-        j.write_all(b"\n").map_err(|e| Error::io(&jsonl_path, e))
-    })?;
-    if let Some(w) = writer {
-        w.finish()?;
+        j.write_all(b"\n").map_err(|e| Error::io(&jsonl_path, e))?;
     }
     if let Some(mut j) = jsonl {
         j.flush().map_err(|e| Error::io(&jsonl_path, e))?;
@@ -516,5 +625,5 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
             .sync_all()
             .map_err(|e| Error::io(&jsonl_path, e))?;
     }
-    Ok((n, bytes))
+    index.map(IndexBuilder::finish).transpose()
 }

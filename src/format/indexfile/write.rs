@@ -2,8 +2,10 @@
 //! (`IndexFile` constructor and `putKey`), [`Indexer`] is `IndexService.buildIndex` over a
 //! sequence of files, rolling to a new file when the current one is full.
 //!
-//! Memory is the slot table plus the entries actually written; the zero tail of a file is only
-//! produced by [`IndexFileBuilder::to_bytes`] or by `set_len` in [`IndexFileBuilder::write_to`].
+//! Memory is the slot table plus the entries not yet written out: a writer that hands entries
+//! to the file as it goes ([`IndexFileBuilder::drain_to`]) holds the slot table alone. The
+//! zero tail of a file is only produced by [`IndexFileBuilder::to_bytes`] or by `set_len` in
+//! [`IndexFileBuilder::write_to`].
 
 use std::io::{BufWriter, Write};
 use std::path::Path;
@@ -26,7 +28,10 @@ pub struct IndexFileBuilder {
     /// the field when it increments it), or what a loaded file said.
     empty_index_count: i32,
     slots: Vec<i32>,
-    /// `entries[k]` is entry number `k + 1`.
+    /// Entries written out by [`IndexFileBuilder::drain_to`]: numbers `1..=drained`, already
+    /// in the file.
+    drained: u32,
+    /// `entries[k]` is entry number `drained + k + 1`.
     entries: Vec<IndexEntry>,
 }
 
@@ -61,6 +66,7 @@ impl IndexFileBuilder {
             header,
             empty_index_count: 0,
             slots: vec![0; geometry.slots as usize],
+            drained: 0,
             entries: Vec::new(),
         })
     }
@@ -110,7 +116,7 @@ impl IndexFileBuilder {
         h
     }
 
-    /// Entries written so far (entry numbers `1..=len`).
+    /// Entries held (entry numbers `drained + 1..`; all of them when nothing was drained).
     pub fn entries(&self) -> &[IndexEntry] {
         &self.entries
     }
@@ -121,11 +127,11 @@ impl IndexFileBuilder {
 
     /// In-memory indexCount: the next entry number.
     fn count(&self) -> i32 {
-        (self.entries.len() as i32).saturating_add(1)
+        (self.written() as i32).saturating_add(1)
     }
 
     fn disk_index_count(&self) -> i32 {
-        if self.entries.is_empty() {
+        if self.written() == 0 {
             self.empty_index_count
         } else {
             self.count()
@@ -185,8 +191,22 @@ impl IndexFileBuilder {
     }
 
     /// Write header, slot table and the entries in use (entry 0 included) to `w`; the zero tail is
-    /// not written. Returns the bytes written.
+    /// not written. Returns the bytes written. A builder that drained entries has not got them
+    /// all: that is an error here ([`IndexFileBuilder::write_to`] completes such a file).
     pub fn write_used<W: Write>(&self, w: &mut W) -> std::io::Result<u64> {
+        if self.drained > 0 {
+            return Err(std::io::Error::other(
+                "index entries were drained to the file: write_to completes it",
+            ));
+        }
+        self.write_head(w)?;
+        w.write_all(&[0u8; INDEX_SIZE])?;
+        write_entries(w, &self.entries)?;
+        Ok(self.used_len())
+    }
+
+    /// Header and slot table.
+    fn write_head<W: Write>(&self, w: &mut W) -> std::io::Result<()> {
         w.write_all(&self.header().to_bytes())?;
         let mut chunk = Vec::with_capacity(64 * 1024);
         for s in &self.slots {
@@ -196,21 +216,43 @@ impl IndexFileBuilder {
                 chunk.clear();
             }
         }
-        chunk.extend_from_slice(&[0u8; INDEX_SIZE]);
-        for e in &self.entries {
-            chunk.extend_from_slice(&e.to_bytes());
-            if chunk.len() >= 64 * 1024 {
-                w.write_all(&chunk)?;
-                chunk.clear();
-            }
-        }
-        w.write_all(&chunk)?;
-        Ok(self.used_len())
+        w.write_all(&chunk)
     }
 
     /// Bytes up to the end of the last entry in use.
     pub fn used_len(&self) -> u64 {
-        self.geometry.entry_pos(self.entries.len() as u32 + 1)
+        self.geometry.entry_pos(self.written() + 1)
+    }
+
+    /// Entries put so far, drained or held.
+    fn written(&self) -> u32 {
+        self.drained + self.entries.len() as u32
+    }
+
+    /// Write the entries held to `path` (created if missing) where they belong and forget them:
+    /// memory stays the slot table however many entries are put. [`IndexFileBuilder::write_to`]
+    /// on the same path completes the file. Puts go on as before: they only read the slot table
+    /// and the header.
+    pub fn drain_to(&mut self, path: &Path) -> Result<(), Error> {
+        use std::io::{Seek, SeekFrom};
+        if self.entries.is_empty() {
+            return Ok(());
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        file.seek(SeekFrom::Start(self.geometry.entry_pos(self.drained + 1)))
+            .map_err(|e| Error::io(path, e))?;
+        let mut w = BufWriter::new(file);
+        write_entries(&mut w, &self.entries)
+            .and_then(|_| w.flush())
+            .map_err(|e| Error::io(path, e))?;
+        self.drained = self.written();
+        self.entries = Vec::new();
+        Ok(())
     }
 
     /// The whole file, zero tail included (`geometry.file_size()` bytes; 420 MB with the
@@ -225,10 +267,28 @@ impl IndexFileBuilder {
 
     /// Create (or truncate) `path`, write the used part and extend it to the full size with
     /// `set_len`, which leaves the tail as zeros (sparse where the filesystem allows).
+    /// After [`IndexFileBuilder::drain_to`] the file is completed instead: header, slot table
+    /// and the entries held since.
     pub fn write_to(&self, path: &Path) -> Result<(), Error> {
-        let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-        let mut w = BufWriter::new(file);
-        self.write_used(&mut w).map_err(|e| Error::io(path, e))?;
+        let mut w = if self.drained == 0 {
+            let file = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
+            let mut w = BufWriter::new(file);
+            self.write_used(&mut w).map_err(|e| Error::io(path, e))?;
+            w
+        } else {
+            use std::io::{Seek, SeekFrom};
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| Error::io(path, e))?;
+            let mut w = BufWriter::new(file);
+            self.write_head(&mut w)
+                .and_then(|_| w.seek(SeekFrom::Start(self.geometry.entry_pos(self.drained + 1))))
+                .and_then(|_| write_entries(&mut w, &self.entries))
+                .map_err(|e| Error::io(path, e))?;
+            w
+        };
+        w.flush().map_err(|e| Error::io(path, e))?;
         let file = w
             .into_inner()
             .map_err(|e| Error::io(path, e.into_error()))?;
@@ -236,6 +296,19 @@ impl IndexFileBuilder {
             .map_err(|e| Error::io(path, e))?;
         file.sync_all().map_err(|e| Error::io(path, e))
     }
+}
+
+/// Entries in their on-disk form, one after another.
+fn write_entries<W: Write>(w: &mut W, entries: &[IndexEntry]) -> std::io::Result<()> {
+    let mut chunk = Vec::with_capacity(64 * 1024);
+    for e in entries {
+        chunk.extend_from_slice(&e.to_bytes());
+        if chunk.len() >= 64 * 1024 {
+            w.write_all(&chunk)?;
+            chunk.clear();
+        }
+    }
+    w.write_all(&chunk)
 }
 
 /// What the indexer needs of one commitlog record (`DispatchRequest` fields).
@@ -355,6 +428,11 @@ where
     /// The file records currently go into.
     pub fn current(&self) -> Option<&NamedIndexFile> {
         self.current.as_ref()
+    }
+
+    /// The same, to drain its entries ([`IndexFileBuilder::drain_to`]).
+    pub fn current_mut(&mut self) -> Option<&mut NamedIndexFile> {
+        self.current.as_mut()
     }
 
     /// Files replaced so far (full), oldest first, handed over once.
