@@ -356,21 +356,6 @@ pub fn sync_tree(dir: &Path) -> Result<()> {
     sync_dir(dir)
 }
 
-/// Ask the kernel to start writing bytes `from..to` of `f` to disk, without waiting
-/// (`sync_file_range(SYNC_FILE_RANGE_WRITE)`): the fsync that follows finds less to do. A hint
-/// only; durability still comes from that fsync, so a failure here is ignored.
-pub fn start_writeback(f: &File, from: u64, to: u64) {
-    use std::os::fd::AsRawFd;
-    let (Ok(off), Ok(len)) = (i64::try_from(from), i64::try_from(to.saturating_sub(from))) else {
-        return;
-    };
-    // SAFETY: a plain system call on an open descriptor; no memory is passed.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::sync_file_range(f.as_raw_fd(), off, len, libc::SYNC_FILE_RANGE_WRITE);
-    }
-}
-
 /// The ranges of `f` inside `0..limit` that hold data, holes of a sparse file skipped
 /// (`SEEK_DATA`/`SEEK_HOLE`); the whole range when the file system cannot say.
 pub fn data_ranges(f: &File, limit: u64) -> Vec<(u64, u64)> {

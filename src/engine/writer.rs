@@ -49,13 +49,7 @@ struct SegmentWriter {
     start: u64,
     pos: u64,
     out: BufWriter<File>,
-    /// Bytes before this position have been handed to the kernel's writeback.
-    written_back: u64,
 }
-
-/// Every this many bytes a commitlog file being written is handed to writeback, so that the disk
-/// writes while records are still being made and the fsync at the end of the file is short.
-const WRITEBACK_STEP: u64 = 64 << 20;
 
 impl SegmentWriter {
     fn new(path: PathBuf, start: u64, pos: u64, f: File) -> Self {
@@ -64,19 +58,7 @@ impl SegmentWriter {
             start,
             pos,
             out: BufWriter::with_capacity(1 << 20, f),
-            written_back: pos,
         }
-    }
-
-    /// Start writeback of what was written since the last call, once a step has gathered.
-    fn write_back(&mut self) -> Result<()> {
-        if self.pos - self.written_back < WRITEBACK_STEP {
-            return Ok(());
-        }
-        self.out.flush().map_err(|e| Error::io(&self.path, e))?;
-        super::safedir::start_writeback(self.out.get_ref(), self.written_back, self.pos);
-        self.written_back = self.pos;
-        Ok(())
     }
 }
 
@@ -399,7 +381,6 @@ impl StoreWriter {
             .write_all(&self.buf)
             .map_err(|e| Error::io(&seg.path, e))?;
         seg.pos += len as u64;
-        seg.write_back()?;
         Ok((wrote_offset, queue_offset))
     }
 
