@@ -562,3 +562,60 @@ fn huge_and_lying_sizes_take_bounded_memory() {
     assert!(out.contains("config.too_large"), "{out}");
     assert!(out.contains("commitlog.bad_record"), "{out}");
 }
+
+/// A broker started on a repaired store writes in place into the commitlog file where the data
+/// ends, the newest index file, and files such as `timerwheel`: none of them may be shared (a
+/// hard link) with the original store, whose bytes must stay as they were, for `--out` as for
+/// the old store an in-place repair keeps. Full commitlog files, which no broker writes again,
+/// are shared.
+#[test]
+fn a_repaired_store_shares_no_file_a_broker_writes_in_place() {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let dir = scratch();
+    let store = dir.path().join("store");
+    copy_tree(&fixture(), &store);
+    std::fs::write(store.join("timerwheel"), vec![7u8; 4096]).unwrap();
+    // Something to repair that leaves the commitlog as it is: a consume queue unit overwritten.
+    let cq = store.join("consumequeue/OrderTopic/0/00000000000000000000");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cq)
+        .unwrap()
+        .write_all_at(&[0xff; 20], 200)
+        .unwrap();
+    let out = dir.path().join("out");
+    bin()
+        .arg("repair")
+        .arg(&store)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
+    let files = |d: &Path| {
+        let mut v: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        v.sort();
+        v
+    };
+    let segs = files(&store.join("commitlog"));
+    assert!(segs.len() > 2);
+    for (i, s) in segs.iter().enumerate() {
+        let o = out.join("commitlog").join(s.file_name().unwrap());
+        assert_eq!(std::fs::read(s).unwrap(), std::fs::read(&o).unwrap());
+        let last = i + 1 == segs.len();
+        assert_eq!(ino(s) == ino(&o), !last, "{}", s.display());
+    }
+    let index = files(&store.join("index"));
+    let newest = index.last().unwrap();
+    let o = out.join("index").join(newest.file_name().unwrap());
+    assert_eq!(std::fs::read(newest).unwrap(), std::fs::read(&o).unwrap());
+    assert_ne!(ino(newest), ino(&o), "the newest index file is shared");
+    assert_ne!(ino(&store.join("timerwheel")), ino(&out.join("timerwheel")));
+    assert_eq!(
+        std::fs::read(out.join("timerwheel")).unwrap(),
+        vec![7u8; 4096]
+    );
+}

@@ -33,8 +33,8 @@ pub struct RepairArgs {
     pub out: Option<PathBuf>,
     /// Replace the store: the repaired copy is staged beside it, verified, and switched in
     /// atomically while the broker's lock is held; the old one stays as
-    /// <name>.before-repair-<time> (its files are hard links: remove it once the broker runs,
-    /// it keeps the old files' space in use until then).
+    /// <name>.before-repair-<time>, as it was (it shares its full commitlog files with the
+    /// repaired store as hard links; remove it when it is no longer needed).
     #[arg(long)]
     pub in_place: bool,
     #[command(flatten)]
@@ -140,7 +140,7 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         print(a, out, &p, Some(&manifest), Some((&dest, &repair_name)))?;
         writeln!(
             out,
-            "the old store is at {} (hard links: remove it once the broker runs on the repaired one)",
+            "the old store is at {}, as it was (its full commitlog files are hard links shared with the repaired store: remove it when it is no longer needed)",
             before.display()
         )
         .ok();

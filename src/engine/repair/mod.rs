@@ -4,8 +4,9 @@
 //! [`plan`] reads the store and decides, writing nothing: it runs `verify` and takes its
 //! judgement as it is (the walks of the commitlog files, the damaged headers, the entries that
 //! are not files), so repair plans from exactly what verify reports. [`apply`] carries a plan out
-//! into a new folder (the stage): unchanged files are hard-linked, changed ones written anew,
-//! and every byte that does not reach the stage is saved under `repair-<time>/removed/` and
+//! into a new folder (the stage): unchanged files no broker writes again (full commitlog files,
+//! older index files) are hard-linked, the ones a broker writes in place copied, changed ones
+//! written anew, and every byte that does not reach the stage is saved under `repair-<time>/removed/` and
 //! listed in `repair-<time>/manifest.json`. Records that still validate past the cut are
 //! salvaged to `repair-<time>/salvaged/` (a store) and `repair-<time>/salvaged.jsonl`. The same
 //! stage serves `--out` (it is the output) and `--in-place` (it is switched in by one atomic

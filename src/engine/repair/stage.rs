@@ -11,6 +11,7 @@ use serde::Serialize;
 use super::{rel, salvage_scan, Fate, Manifest, Plan, Removed, STAGE_MARKER};
 use crate::engine::index::{IndexBuilder, IndexNaming};
 use crate::engine::rebuild::{rebuild_from, Source};
+use crate::engine::recovery::StopReason;
 use crate::engine::safedir::{link_or_copy, sync_tree, write_copy, write_new};
 use crate::engine::store::{paths, Store};
 use crate::engine::writer::{StoreWriter, WriterOptions};
@@ -70,7 +71,12 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
         let relp = rel(store, &seg.path);
         let name = seg.path.file_name().map(PathBuf::from).unwrap_or_default();
         match plan.fates.get(i).cloned().unwrap_or(Fate::Keep) {
-            Fate::Keep => link_or_copy(&seg.path, &cl.join(&name))?,
+            // A file that ends in a blank record is full: no broker writes to it again, so the
+            // repaired store and the original can share it. A broker appends to the file where
+            // the data ends (and the empty ones after it): those are copied, so that a broker
+            // running on the repaired store never changes the original's bytes.
+            Fate::Keep if ends_full(plan, i) => link_or_copy(&seg.path, &cl.join(&name))?,
+            Fate::Keep => write_copy(&seg.path, &cl.join(&name), seg.len, seg.len, &[])?,
             Fate::Out => st.save_whole(&seg.path, "after the commitlog cut")?,
             Fate::Rewrite { keep } => {
                 let patches = plan.file_patches.get(&i).cloned().unwrap_or_default();
@@ -142,6 +148,15 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
     copy_others(store, stage, st)?;
     copy_config(store, stage, plan, st)?;
     Ok(m)
+}
+
+/// Did the broker's walk leave commitlog file `i` at a blank record (the file is full)?
+fn ends_full(plan: &Plan, i: usize) -> bool {
+    plan.report
+        .walks
+        .get(i)
+        .and_then(Option::as_ref)
+        .is_some_and(|w| w.stop == StopReason::Blank)
 }
 
 /// The repair folder being filled, and the list of what left the store.
@@ -249,7 +264,7 @@ impl Staging<'_> {
             Some(saved)
         } else if e.kind == Kind::Dir {
             let (dst, saved) = self.saved_path(&relp, "");
-            self.link_tree(&e.path, &dst)?;
+            self.link_tree(&e.path, &dst, false)?;
             Some(saved)
         } else {
             None
@@ -271,10 +286,10 @@ impl Staging<'_> {
         self.aside.iter().any(|a| p.starts_with(a))
     }
 
-    /// Link every file of the tree `from` into `to` (folders made, symlinks linked as
-    /// themselves, symlinked folders not followed); what cannot be linked (FIFOs, devices) is
-    /// listed as removed.
-    fn link_tree(&mut self, from: &Path, to: &Path) -> Result<()> {
+    /// Link every file of the tree `from` into `to`, or copy them with `copy` (folders made,
+    /// symlinks linked as themselves, symlinked folders not followed); what cannot be linked
+    /// (FIFOs, devices) is listed as removed.
+    fn link_tree(&mut self, from: &Path, to: &Path, copy: bool) -> Result<()> {
         std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
         for e in entry::list(from)? {
             let Some(name) = e.path.file_name() else {
@@ -286,7 +301,8 @@ impl Staging<'_> {
                 continue;
             }
             match e.kind {
-                Kind::Dir => self.link_tree(&e.path, &dst)?,
+                Kind::Dir => self.link_tree(&e.path, &dst, copy)?,
+                Kind::File { len } if copy => write_copy(&e.path, &dst, len, len, &[])?,
                 Kind::File { .. } => link_or_copy(&e.path, &dst)?,
                 k => self.removed.push(Removed {
                     file: rel(self.store, &e.path),
@@ -368,9 +384,15 @@ fn compare_index(st: &mut Staging<'_>, stage: &Path) -> Result<()> {
         for p in &new {
             std::fs::remove_file(p).map_err(|e| Error::io(p, e))?;
         }
-        for p in old {
+        // The broker puts keys into the newest file: that one is copied, the others shared.
+        for (k, p) in old.iter().enumerate() {
             if let Some(n) = p.file_name() {
-                link_or_copy(p, &new_dir.join(n))?;
+                if k + 1 == old.len() {
+                    let len = entry::probe(p).kind.file_len();
+                    write_copy(p, &new_dir.join(n), len, len, &[])?;
+                } else {
+                    link_or_copy(p, &new_dir.join(n))?;
+                }
             }
         }
         return Ok(());
@@ -381,8 +403,9 @@ fn compare_index(st: &mut Staging<'_>, stage: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Everything else under the root (lock, compaction/, abort.bak, timerlog/, earlier repair
-/// folders, ...) goes along unchanged, linked.
+/// Everything else under the root (lock, compaction/, abort.bak, timerlog/, timerwheel, earlier
+/// repair folders, ...) goes along unchanged: copied, since a broker may write into any of them
+/// in place, but for earlier repair folders, which no broker writes (linked).
 fn copy_others(store: &Store, stage: &Path, st: &mut Staging<'_>) -> Result<()> {
     let skip = [
         paths::COMMITLOG,
@@ -399,10 +422,14 @@ fn copy_others(store: &Store, stage: &Path, st: &mut Staging<'_>) -> Result<()> 
             continue;
         }
         let dst = stage.join(&name);
-        if e.symlink || e.kind.is_file() {
+        let ours = name.starts_with("repair-");
+        if e.symlink || (ours && e.kind.is_file()) {
             link_or_copy(&e.path, &dst)?;
+        } else if e.kind.is_file() {
+            let len = e.kind.file_len();
+            write_copy(&e.path, &dst, len, len, &[])?;
         } else if e.kind == Kind::Dir {
-            st.link_tree(&e.path, &dst)?;
+            st.link_tree(&e.path, &dst, !ours)?;
         }
     }
     Ok(())
@@ -435,7 +462,7 @@ fn copy_config(store: &Store, stage: &Path, plan: &Plan, st: &mut Staging<'_>) -
                     write_copy(&e.path, &dst.join(&name), len, len, &[])?;
                 }
             }
-            Kind::Dir => st.link_tree(&e.path, &dst.join(&name))?,
+            Kind::Dir => st.link_tree(&e.path, &dst.join(&name), false)?,
             _ => {}
         }
     }
