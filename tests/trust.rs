@@ -485,13 +485,7 @@ fn symlinks_and_loops_in_the_store() {
         );
     }
     let out = t.path().join("out");
-    bin()
-        .arg("repair")
-        .arg(&store)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .success();
+    repair_out(&store, &out);
     bin().arg("verify").arg(&out).assert().code(0);
     assert_eq!(snapshot(&store), before);
     // The symlinked commitlog file is a symlink in the repaired store too (hard-linked as is).
@@ -563,6 +557,17 @@ fn huge_and_lying_sizes_take_bounded_memory() {
     assert!(out.contains("commitlog.bad_record"), "{out}");
 }
 
+/// `repair STORE --out OUT`, which must succeed.
+fn repair_out(store: &Path, out: &Path) {
+    bin()
+        .arg("repair")
+        .arg(store)
+        .arg("--out")
+        .arg(out)
+        .assert()
+        .success();
+}
+
 /// A broker started on a repaired store writes in place into the commitlog file where the data
 /// ends, the newest index file, and files such as `timerwheel`: none of them may be shared (a
 /// hard link) with the original store, whose bytes must stay as they were, for `--out` as for
@@ -584,13 +589,7 @@ fn a_repaired_store_shares_no_file_a_broker_writes_in_place() {
         .write_all_at(&[0xff; 20], 200)
         .unwrap();
     let out = dir.path().join("out");
-    bin()
-        .arg("repair")
-        .arg(&store)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .success();
+    repair_out(&store, &out);
     let ino = |p: &Path| std::fs::metadata(p).unwrap().ino();
     let files = |d: &Path| {
         let mut v: Vec<PathBuf> = std::fs::read_dir(d)
