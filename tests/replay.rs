@@ -417,6 +417,33 @@ fn export_to_a_store_directory() {
         .arg(&out)
         .assert()
         .failure();
+    // an existing FILE.jsonl is refused, and left as it was, unless --force
+    let file = work.join("old.jsonl");
+    std::fs::write(&file, b"keep me\n").unwrap();
+    let to_file = |force: bool| {
+        let mut c = bin();
+        c.args([
+            "export",
+            root.to_str().unwrap(),
+            "--group",
+            "OrderGroup",
+            "--out",
+        ])
+        .arg(&file);
+        if force {
+            c.arg("--force");
+        }
+        c.assert()
+    };
+    let refused = to_file(false).code(2);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        err.contains("already exists") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"keep me\n");
+    to_file(true).success();
+    assert!(!read_lines(&file).is_empty());
     // a group without offsets needs --topic
     bin()
         .args([

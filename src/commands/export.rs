@@ -52,6 +52,9 @@ pub struct ExportArgs {
     /// directory (it must not exist, or be empty).
     #[arg(long, value_name = "FILE.jsonl|DIR")]
     pub out: PathBuf,
+    /// Replace an existing FILE.jsonl (without it an existing file is refused).
+    #[arg(long)]
+    pub force: bool,
     /// An overlay written by earlier engine runs, read (not written).
     #[arg(long, value_name = "DIR")]
     pub overlay: Option<PathBuf>,
@@ -182,6 +185,14 @@ fn counts(plan: &ExportPlan) -> serde_json::Map<String, serde_json::Value> {
 pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.out.as_os_str() != "-" {
         crate::format::layout::ensure_outside_stores(&a.out, "--out", false)?;
+        let exists =
+            crate::format::entry::probe(&a.out).kind != crate::format::entry::Kind::Missing;
+        if is_json_lines(&a.out) && exists && !a.force {
+            anyhow::bail!(
+                "{}: already exists: refusing to overwrite it (--force replaces it)",
+                a.out.display()
+            );
+        }
     }
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     let engine = open_engine(
