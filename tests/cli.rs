@@ -231,3 +231,50 @@ fn flags_override_inferred_geometry() {
     assert_eq!(v["geometry"]["index_slots"]["source"], "flag");
     assert_eq!(v["geometry"]["cq_file_units"]["source"], "inferred");
 }
+
+const SUBCOMMANDS: [&str; 12] = [
+    "gen", "dump", "query", "info", "pull", "pending", "rebuild", "repair", "export", "replay",
+    "tui", "verify",
+];
+
+fn stdout_of(args: &[&str]) -> String {
+    let o = bin().args(args).assert().success();
+    String::from_utf8(o.get_output().stdout.clone()).unwrap()
+}
+
+#[test]
+fn completion_scripts_know_every_subcommand_and_option() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = stdout_of(&["completions", shell]);
+        for sub in SUBCOMMANDS {
+            assert!(script.contains(sub), "{shell}: no {sub}");
+        }
+        assert!(script.contains("in-place"), "{shell}: no repair --in-place");
+    }
+    bin().args(["completions", "tcsh"]).assert().code(2);
+}
+
+#[test]
+fn the_manual_page_has_every_subcommand_and_its_options() {
+    let page = stdout_of(&["man"]);
+    assert!(
+        page.contains(".TH rmqstore 1"),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    assert_eq!(page.matches(".TH ").count(), 1, "one page");
+    for sub in SUBCOMMANDS {
+        assert!(
+            page.contains(&format!("rmqstore\\-{sub}")),
+            "no section for {sub}"
+        );
+    }
+    assert!(
+        page.contains("\\-\\-explain\\-recovery"),
+        "verify's options are missing"
+    );
+    assert!(
+        page.contains("\\-\\-dry\\-run"),
+        "repair's options are missing"
+    );
+}

@@ -1,11 +1,13 @@
 //! Subcommands: each turns its arguments into a plan, calls the library and prints the result.
 //! Presentation only; exit statuses come from [`exit::ExitStatus`].
 
+pub mod completions;
 pub mod dump;
 pub mod exit;
 pub mod export;
 pub mod gen;
 pub mod info;
+pub mod man;
 pub mod output;
 pub mod pending;
 pub mod pull;
@@ -62,6 +64,10 @@ pub enum Command {
     Tui(tui::TuiArgs),
     /// Check every invariant of a store; --explain-recovery says what the broker's next start does.
     Verify(verify::VerifyArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page (roff): `rmqstore man | man -l -`.
+    Man(man::ManArgs),
 }
 
 /// Sizes the store was written with. The files do not record all of them: flags win, then the
@@ -122,6 +128,8 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Replay(a) => replay::run(&a, &mut out),
         Command::Tui(a) => tui::run(&a, &mut out),
         Command::Verify(a) => verify::run(&a, &mut out),
+        Command::Completions(a) => completions::run(&a, &mut out),
+        Command::Man(a) => man::run(&a, &mut out),
     };
     let _ = out.flush();
     match result {
