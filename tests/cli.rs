@@ -278,3 +278,125 @@ fn the_manual_page_has_every_subcommand_and_its_options() {
         "repair's options are missing"
     );
 }
+
+/// Run `args` on the 4.9 fixture store; (exit code, stdout, stderr).
+fn on_fixture(args: &[&str]) -> (i32, String, String) {
+    let store = fixtures().join("store-4.9");
+    let (cmd, rest) = args.split_first().unwrap();
+    let o = bin().arg(cmd).arg(&store).args(rest).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn unknown_names_are_errors_that_say_what_is_unknown_and_what_is_close() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["query", "--topic", "NoSuchTopic", "--key", "x"],
+            &["unknown topic \"NoSuchTopic\"", "known: ", "\"OrderTopic\""],
+        ),
+        (
+            &["query", "--topic", "OrderTopik", "--key", "x"],
+            &["did you mean \"OrderTopic\"?"],
+        ),
+        (
+            &["query", "--topic", "ordertopic", "--begin", "0"],
+            &["did you mean \"OrderTopic\"?"],
+        ),
+        (
+            &["query", "--msg-id", "ZZZZ"],
+            &["not a message id: \"ZZZZ\"", "32 hex digits"],
+        ),
+        (
+            &[
+                "query",
+                "--topic",
+                "OrderTopic",
+                "--queue",
+                "9",
+                "--offset",
+                "0",
+            ],
+            &["unknown queue OrderTopic/9", "0, 1, 2, 3"],
+        ),
+        (
+            &["pending", "--group", "NoSuchGroup"],
+            &["unknown consumer group \"NoSuchGroup\"", "\"OrderGroup\""],
+        ),
+        (
+            &["pending", "--group", "OrderGrup", "--json"],
+            &["did you mean \"OrderGroup\"?"],
+        ),
+        (
+            &["pull", "--group", "NoSuchGroup", "--topic", "OrderTopic"],
+            &[
+                "unknown consumer group \"NoSuchGroup\"",
+                "--from first|last|TIME",
+            ],
+        ),
+        (
+            &["pull", "--group", "OrderGroup", "--topic", "OrderTopik"],
+            &["did you mean \"OrderTopic\"?"],
+        ),
+    ];
+    for (args, words) in cases {
+        let (code, stdout, stderr) = on_fixture(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?} printed {stdout}");
+        for w in *words {
+            assert!(stderr.contains(w), "{args:?}: {w:?} not in {stderr}");
+        }
+    }
+    // a new group may pull when it says where to start
+    let (code, _, stderr) = on_fixture(&[
+        "pull",
+        "--group",
+        "NewGroup",
+        "--topic",
+        "OrderTopic",
+        "--queue",
+        "0",
+        "--from",
+        "first",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn pending_for_one_group_shows_only_what_concerns_it() {
+    let (code, all, _) = on_fixture(&["pending", "--json"]);
+    assert_eq!(code, 0);
+    let all: Value = serde_json::from_str(all.lines().next().unwrap()).unwrap();
+    let (code, one, _) = on_fixture(&["pending", "--group", "AuditGroup", "--json"]);
+    assert_eq!(code, 0);
+    let one: Value = serde_json::from_str(one.lines().next().unwrap()).unwrap();
+    let groups: Vec<&str> = one["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(groups, ["AuditGroup"]);
+    let delayed_to = |v: &Value| -> Vec<String> {
+        v["delayed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|l| l["messages"].as_array().unwrap().iter())
+            .map(|m| m["real_topic"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let mine = delayed_to(&one);
+    assert!(!mine.is_empty());
+    assert!(mine.iter().all(|t| t == "AuditTopic"), "{mine:?}");
+    assert!(delayed_to(&all).iter().any(|t| t == "OrderTopic"));
+    // the undecided transactions are bound for PaymentTopic, not AuditGroup's
+    assert!(!all["transactions"].as_array().unwrap().is_empty());
+    assert!(one["transactions"].as_array().unwrap().is_empty());
+    let (_, pay, _) = on_fixture(&["pending", "--group", "PaymentGroup", "--json"]);
+    let pay: Value = serde_json::from_str(pay.lines().next().unwrap()).unwrap();
+    assert_eq!(pay["transactions"], all["transactions"]);
+}

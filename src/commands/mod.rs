@@ -8,6 +8,7 @@ pub mod export;
 pub mod gen;
 pub mod info;
 pub mod man;
+pub mod names;
 pub mod output;
 pub mod pending;
 pub mod pull;

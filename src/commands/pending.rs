@@ -13,12 +13,13 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
+use super::names;
 use super::output::{format_time, json_line, parse_time_arg};
 use super::pull::{open_engine, EngineArgs};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::Engine;
-use crate::engine::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
+use crate::engine::dispatch::RETRY_PREFIX;
 use crate::engine::pull::BrokerRole;
 use crate::engine::retry::{dlq_topic, retry_topic};
 use crate::engine::schedule::DelayedMessage;
@@ -104,15 +105,7 @@ pub struct LevelPending {
 const LIST_PER_LEVEL: usize = 20;
 
 fn groups_of(engine: &Engine, only: Option<&str>, delayed: &[DelayedMessage]) -> Vec<String> {
-    let mut set: BTreeSet<String> = BTreeSet::new();
-    for (_, g, _) in engine.consumer_offsets().iter() {
-        set.insert(g.to_string());
-    }
-    for (t, _) in engine.queue_keys() {
-        if let Some(g) = t.strip_prefix(RETRY_PREFIX).or(t.strip_prefix(DLQ_PREFIX)) {
-            set.insert(g.to_string());
-        }
-    }
+    let mut set = names::consuming_groups(engine);
     for d in delayed {
         if let Some(g) = d
             .real_topic
@@ -128,11 +121,25 @@ fn groups_of(engine: &Engine, only: Option<&str>, delayed: &[DelayedMessage]) ->
         .collect()
 }
 
-/// Everything pending in `engine` at its clock's now.
-pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> Pending {
+/// Everything pending in `engine` at its clock's now; with `only`, what concerns that group:
+/// its queues, and the delayed messages and undecided transactions bound for its topics. An
+/// unknown group is an error.
+pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> anyhow::Result<Pending> {
     let now = engine.now();
     let waiting = engine.pending_delayed();
+    if let Some(g) = only {
+        let mut known = groups_of(engine, None, &waiting);
+        known.extend(names::engine_groups(engine));
+        names::ensure_known(
+            "consumer group",
+            g,
+            known.iter().map(String::as_str),
+            "this store's consumer offsets, config/subscriptionGroup.json, retry or DLQ topics",
+        )?;
+    }
     let mut groups = Vec::new();
+    // topics of the groups shown: what a delayed message or a transaction must be bound for
+    let mut shown_topics: BTreeSet<String> = BTreeSet::new();
     for g in groups_of(engine, only, &waiting) {
         let mut topics: BTreeSet<String> = engine
             .consumer_offsets()
@@ -165,6 +172,9 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> Pending {
             }
         }
         let dlq = dlq_topic(&g);
+        shown_topics.extend(topics.iter().cloned());
+        shown_topics.insert(dlq.clone());
+        shown_topics.insert(retry.clone());
         let dlq_messages = engine
             .queue_ids(&dlq)
             .into_iter()
@@ -191,14 +201,19 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> Pending {
             dlq_messages,
         });
     }
+    let bound_for_shown =
+        |topic: Option<&str>| only.is_none() || topic.is_some_and(|t| shown_topics.contains(t));
     let mut delayed = Vec::new();
     for level in 1..=engine.source().geometry.max_delay_level() {
-        let mine: Vec<&DelayedMessage> = waiting.iter().filter(|d| d.level == level).collect();
+        let mine: Vec<&DelayedMessage> = waiting
+            .iter()
+            .filter(|d| d.level == level && bound_for_shown(d.real_topic.as_deref()))
+            .collect();
         let (_, max) = engine.queue_bounds(
             crate::engine::dispatch::SCHEDULE_TOPIC,
             crate::engine::schedule::queue_id_of_level(level),
         );
-        if mine.is_empty() && max == 0 {
+        if mine.is_empty() && (max == 0 || only.is_some()) {
             continue;
         }
         let limit = if all { usize::MAX } else { LIST_PER_LEVEL };
@@ -215,12 +230,17 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> Pending {
             messages: mine.into_iter().take(limit).cloned().collect(),
         });
     }
-    Pending {
+    let transactions = engine
+        .pending_transactions()
+        .into_iter()
+        .filter(|t| bound_for_shown(t.live.real_topic.as_deref()))
+        .collect();
+    Ok(Pending {
         now,
         groups,
         delayed,
-        transactions: engine.pending_transactions(),
-    }
+        transactions,
+    })
 }
 
 pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
@@ -236,7 +256,7 @@ pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             writable: false,
         },
     )?;
-    let p = pending(&engine, a.group.as_deref(), a.all);
+    let p = pending(&engine, a.group.as_deref(), a.all)?;
     if a.json {
         json_line(out, &p)?;
         return Ok(ExitStatus::Success);

@@ -20,6 +20,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::dump::MessagePrinter;
+use super::names;
 use super::output::{parse_time_arg, BodyMode};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
@@ -177,6 +178,28 @@ pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             writable: true,
         },
     )?;
+    names::ensure_known(
+        "topic",
+        &a.topic,
+        names::engine_topics(&engine).iter().map(String::as_str),
+        "this store's consume queues or config/topics.json",
+    )?;
+    if a.offset.is_none() && a.from.is_none() {
+        let groups = names::engine_groups(&engine);
+        if !groups.contains(&a.group) {
+            let known: Vec<&str> = groups.iter().map(String::as_str).collect();
+            anyhow::bail!(
+                "{}. To pull as a new group, say where to start: --from first|last|TIME or \
+                 --offset N",
+                names::unknown_message(
+                    "consumer group",
+                    &a.group,
+                    &known,
+                    "this store's consumer offsets, config/subscriptionGroup.json, retry or DLQ topics",
+                )
+            );
+        }
+    }
     let filter = filter_of(a, engine.options().version)?;
     if a.deliver_due {
         let n = engine.deliver_due()?.len();

@@ -20,6 +20,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use super::dump::MessagePrinter;
+use super::names;
 use super::output::{self, parse_time_arg, BodyMode};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::filter::TagFilter;
@@ -95,6 +96,17 @@ pub fn run(a: &QueryArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     let reader = Reader::new(&store);
     let mut out = BufWriter::with_capacity(1 << 16, out);
+    if let Some(t) = &a.topic {
+        names::ensure_known(
+            "topic",
+            t,
+            reader.topics().iter().map(String::as_str),
+            "this store's consume queues or config/topics.json",
+        )?;
+    }
+    if let Some(id) = &a.msg_id {
+        names::ensure_message_id(id)?;
+    }
     let mut notes: Vec<String> = Vec::new();
     let (hits, summary) = if let Some(key) = &a.key {
         by_key(a, &reader, key, &filter, &mut notes)?
@@ -350,7 +362,19 @@ fn by_queue_offset(
     };
     let count = a.count.unwrap_or(1);
     let Some(cq) = reader.store().queue(topic, queue) else {
-        anyhow::bail!("no consume queue {topic}/{queue} in this store");
+        let ids: Vec<String> = reader
+            .store()
+            .topic_queues(topic)
+            .map(|q| q.queue_id.to_string())
+            .collect();
+        anyhow::bail!(
+            "unknown queue {topic}/{queue}: the topic's consume queues are {}",
+            if ids.is_empty() {
+                "none".to_string()
+            } else {
+                ids.join(", ")
+            }
+        );
     };
     let min = cq.min_offset(reader.store().commitlog.min_offset())?;
     let max = cq.max_offset()?;
