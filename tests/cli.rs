@@ -400,3 +400,193 @@ fn pending_for_one_group_shows_only_what_concerns_it() {
     let pay: Value = serde_json::from_str(pay.lines().next().unwrap()).unwrap();
     assert_eq!(pay["transactions"], all["transactions"]);
 }
+
+#[test]
+fn kcat_style_short_flags_format_lines_and_raw_bodies() {
+    use base64::Engine;
+    let json_args = [
+        "query",
+        "-t",
+        "OrderTopic",
+        "-q",
+        "0",
+        "-o",
+        "0",
+        "-c",
+        "40",
+        "--body",
+        "base64",
+        "-J",
+    ];
+    let (code, stdout, _) = on_fixture(&json_args);
+    assert_eq!(code, 0);
+    let messages: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.get("topic").is_some())
+        .collect();
+    assert_eq!(messages.len(), 40);
+    // one line per message from the template, the summary on stderr
+    let (code, stdout, stderr) = on_fixture(&[
+        "query",
+        "-t",
+        "OrderTopic",
+        "-q",
+        "0",
+        "-o",
+        "0",
+        "-c",
+        "40",
+        "-f",
+        "%t %q %o %O %u %T|%%",
+    ]);
+    assert_eq!(code, 0);
+    assert!(stderr.contains("-- query: queue offset"), "{stderr}");
+    let want: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            format!(
+                "{} {} {} {} {} {}|%",
+                m["topic"].as_str().unwrap(),
+                m["queue_id"],
+                m["queue_offset"],
+                m["commitlog_offset"],
+                m["uniq_key"].as_str().unwrap_or(""),
+                m["store_timestamp"]
+            )
+        })
+        .collect();
+    assert_eq!(stdout.lines().collect::<Vec<_>>(), want);
+    // raw bodies, each followed by a newline, nothing else on stdout
+    let store = fixtures().join("store-4.9");
+    let o = bin()
+        .args(["query"])
+        .arg(&store)
+        .args(["--topic", "OrderTopic", "--queue", "0", "--offset", "0"])
+        .args(["--count", "40", "--body-only"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let mut want = Vec::new();
+    for m in &messages {
+        let b64 = m["body"].as_str().unwrap();
+        want.extend(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        );
+        want.push(b'\n');
+    }
+    assert!(messages
+        .iter()
+        .any(|m| !m["body_decompressed_from"].is_null()));
+    assert_eq!(o.stdout, want);
+    // bad templates are refused with the token named
+    let (code, _, stderr) = on_fixture(&[
+        "query",
+        "-t",
+        "OrderTopic",
+        "-q",
+        "0",
+        "-o",
+        "0",
+        "-f",
+        "%x",
+    ]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("unknown token %x"), "{stderr}");
+}
+
+#[test]
+fn every_subcommand_help_has_exit_statuses_and_examples() {
+    let subcommands = [
+        "gen",
+        "dump",
+        "dump commitlog",
+        "dump consumequeue",
+        "dump index",
+        "dump checkpoint",
+        "dump config",
+        "query",
+        "info",
+        "pull",
+        "pending",
+        "rebuild",
+        "repair",
+        "export",
+        "replay",
+        "verify",
+        "completions",
+        "man",
+    ];
+    for sub in subcommands {
+        let o = bin().args(sub.split(' ')).arg("--help").output().unwrap();
+        assert!(o.status.success(), "{sub}");
+        let help = String::from_utf8_lossy(&o.stdout);
+        assert!(help.contains("Exit status: 0 "), "{sub}: {help}");
+        let examples = help
+            .lines()
+            .filter(|l| l.starts_with(&format!("  rmqstore {sub} ")))
+            .count();
+        assert!(examples >= 2, "{sub}: {examples} examples in {help}");
+    }
+    let o = bin().arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        v.starts_with("rmqstore 0.") && v.contains(" (commit "),
+        "{v}"
+    );
+}
+
+#[test]
+fn errors_are_said_in_words_and_coloured_only_when_asked() {
+    let o = bin().args(["info", "/nonexistent-store"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        "rmqstore: error: /nonexistent-store: no such directory"
+    );
+    let o = bin()
+        .args(["tui"])
+        .arg(fixtures().join("store-4.9"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tui: standard output is not a terminal"));
+    let o = bin()
+        .args(["info", "/nonexistent-store", "--color", "always"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("rmqstore: \x1b[1;31merror:\x1b[0m"));
+    // a store with an error: ERROR painted red with --color always, never otherwise
+    let work = tempfile::tempdir().unwrap();
+    let store = work.path().join("store");
+    copy_tree(&fixtures().join("store-4.9"), &store);
+    let cq = store.join("consumequeue/OrderTopic/0/00000000000000000000");
+    let mut bytes = std::fs::read(&cq).unwrap();
+    bytes[8..12].copy_from_slice(&(-5i32).to_be_bytes()); // first unit's size
+    std::fs::write(&cq, bytes).unwrap();
+    let verify = |extra: &[&str], env: Option<(&str, &str)>| {
+        let mut c = bin();
+        c.arg("verify").arg(&store).args(extra);
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let o = c.output().unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(verify(&["--color", "always"], Some(("NO_COLOR", "1")))
+        .contains("\x1b[1;31mERROR  \x1b[0m"));
+    for (extra, env) in [
+        (&[][..], None),
+        (&["--color", "never"][..], None),
+        (&["--color", "auto"][..], Some(("NO_COLOR", "1"))),
+    ] {
+        let out = verify(extra, env);
+        assert!(
+            out.contains("ERROR  ") && !out.contains('\x1b'),
+            "{extra:?}: {out}"
+        );
+    }
+}

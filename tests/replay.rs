@@ -989,3 +989,35 @@ fn replay_stopped_with_sigint_goes_on_where_it_stopped() {
     check_outcome(&msgs, &log_lines(&log), &dlq, 2);
     let _ = std::fs::remove_dir_all(&work);
 }
+
+#[test]
+fn replay_exits_1_when_every_message_went_to_the_dlq() {
+    let work = temp_dir("all-dlq");
+    let (src, ov) = (work.join("store"), work.join("overlay"));
+    let msgs = make_store(&src, 6);
+    let out = bin()
+        .args([
+            "replay",
+            src.to_str().unwrap(),
+            "--group",
+            "DeadGroup",
+            "--topic",
+            TOPIC,
+        ])
+        .args(["--exec", "exit 1", "--max-reconsume-times", "0"])
+        .args(["--time-scale", "1000", "--until-idle", "--overlay"])
+        .arg(&ov)
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "every message delivered failed: {} went to %DLQ%DeadGroup, none was consumed",
+            msgs.len()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(overlay_dlq(&src, &ov, "DeadGroup").len(), msgs.len());
+}

@@ -21,6 +21,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::line_format::{LineArgs, Style};
 use super::output::{self, format_time, json_line, BodyMode, MessageJson};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::query::{walk_segment, Reader};
@@ -49,14 +50,19 @@ pub struct DumpArgs {
 #[derive(Debug, Subcommand)]
 pub enum DumpWhat {
     /// Messages of the commitlog (a store, or one commitlog file), in offset order.
+    #[command(after_help = super::help::DUMP_COMMITLOG)]
     Commitlog(CommitlogArgs),
     /// Units of a topic's consume queues.
+    #[command(after_help = super::help::DUMP_CONSUMEQUEUE)]
     Consumequeue(ConsumeQueueArgs),
     /// Index file headers and entries (a store, or one index file).
+    #[command(after_help = super::help::DUMP_INDEX)]
     Index(IndexArgs),
     /// The checkpoint file.
+    #[command(after_help = super::help::DUMP_CHECKPOINT)]
     Checkpoint(CheckpointArgs),
     /// The config JSON files (consumer offsets, delay offsets, topics, subscription groups).
+    #[command(after_help = super::help::DUMP_CONFIG)]
     Config(ConfigArgs),
 }
 
@@ -65,20 +71,22 @@ pub struct CommitlogArgs {
     /// A store root, or one commitlog file.
     pub path: PathBuf,
     /// Start at this commitlog offset (the first record at or after it).
-    #[arg(long, value_name = "OFFSET")]
+    #[arg(long, short = 'o', value_name = "OFFSET")]
     pub from: Option<u64>,
     /// Print at most N messages.
-    #[arg(long, value_name = "N")]
+    #[arg(long, short = 'c', value_name = "N")]
     pub count: Option<u64>,
     /// Only messages of this topic.
-    #[arg(long, value_name = "T")]
+    #[arg(long, short = 't', value_name = "T")]
     pub topic: Option<String>,
     /// How to print bodies (compressed bodies are shown decompressed).
     #[arg(long, value_enum, default_value_t)]
     pub body: BodyMode,
     /// JSON Lines: one object per message, then `{"summary":{...}}`.
-    #[arg(long)]
+    #[arg(long, short = 'J')]
     pub json: bool,
+    #[command(flatten)]
+    pub lines: LineArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
 }
@@ -88,7 +96,7 @@ pub struct ConsumeQueueArgs {
     /// The store root.
     pub store: PathBuf,
     /// The topic whose queues to print.
-    #[arg(long, value_name = "T")]
+    #[arg(long, short = 't', value_name = "T")]
     pub topic: String,
     /// One queue id (default: every queue of the topic).
     #[arg(long, value_name = "Q")]
@@ -157,17 +165,17 @@ pub fn run(a: &DumpArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 /// Prints messages as a table or JSON Lines, then a summary.
 pub(crate) struct MessagePrinter<'w> {
     out: &'w mut dyn Write,
-    json: bool,
+    style: Style,
     body: BodyMode,
     printed: u64,
     buf: Vec<u8>,
 }
 
 impl<'w> MessagePrinter<'w> {
-    pub(crate) fn new(out: &'w mut dyn Write, json: bool, body: BodyMode) -> Self {
+    pub(crate) fn new(out: &'w mut dyn Write, style: Style, body: BodyMode) -> Self {
         MessagePrinter {
             out,
-            json,
+            style,
             body,
             printed: 0,
             buf: Vec::with_capacity(4096),
@@ -181,7 +189,7 @@ impl<'w> MessagePrinter<'w> {
     /// Print one message found in `file`.
     pub(crate) fn print(&mut self, m: &MessageRef<'_>, file: &Path) -> anyhow::Result<()> {
         self.buf.clear();
-        render(&mut self.buf, m, file, self.json, self.body)?;
+        render(&mut self.buf, m, file, &self.style, self.body)?;
         let line = std::mem::take(&mut self.buf);
         let r = self.write_rendered(&line, 1);
         self.buf = line;
@@ -193,7 +201,7 @@ impl<'w> MessagePrinter<'w> {
         if n == 0 {
             return Ok(());
         }
-        if !self.json && self.printed == 0 {
+        if matches!(self.style, Style::Table) && self.printed == 0 {
             writeln!(self.out, "{}", table_header())?;
         }
         self.out.write_all(lines)?;
@@ -201,9 +209,10 @@ impl<'w> MessagePrinter<'w> {
         Ok(())
     }
 
-    /// The last line: `{"summary":{...}}` in JSON, `-- key: value, ...` in text.
+    /// The last line: `{"summary":{...}}` in JSON, `-- key: value, ...` in text; on stderr
+    /// after `--format` lines, so that stdout holds only what the template asked for.
     pub(crate) fn summary(&mut self, summary: Value) -> anyhow::Result<()> {
-        if self.json {
+        if matches!(self.style, Style::Json) {
             json_line(self.out, &json!({ "summary": summary }))?;
         } else {
             let parts: Vec<String> = match &summary {
@@ -217,7 +226,11 @@ impl<'w> MessagePrinter<'w> {
                     .collect(),
                 other => vec![other.to_string()],
             };
-            writeln!(self.out, "-- {}", parts.join(", "))?;
+            if matches!(self.style, Style::Line(_)) {
+                eprintln!("-- {}", parts.join(", "));
+            } else {
+                writeln!(self.out, "-- {}", parts.join(", "))?;
+            }
         }
         Ok(())
     }
@@ -225,7 +238,7 @@ impl<'w> MessagePrinter<'w> {
 
 fn table_header() -> String {
     format!(
-        "{:>12} {:>7} {:<24} {:>5} {:>8} {:<23} {:<10} {:<20} {:<32} BODY",
+        "{:>12} {:>7} {:<24} {:>5} {:>8} {:<29} {:<10} {:<20} {:<32} BODY",
         "OFFSET", "SIZE", "TOPIC", "QUEUE", "QOFFSET", "STORED", "TAGS", "KEYS", "UNIQ_KEY"
     )
 }
@@ -235,34 +248,52 @@ pub(crate) fn render(
     buf: &mut Vec<u8>,
     m: &MessageRef<'_>,
     file: &Path,
-    json: bool,
+    style: &Style,
     body: BodyMode,
 ) -> anyhow::Result<()> {
+    if let Style::Line(f) = style {
+        f.render(buf, m);
+        return Ok(());
+    }
     let j = MessageJson::new(m, file, body);
-    if json {
+    if matches!(style, Style::Json) {
         serde_json::to_writer(&mut *buf, &j)?;
         buf.push(b'\n');
     } else {
         writeln!(
             buf,
-            "{:>12} {:>7} {:<24} {:>5} {:>8} {:<23} {:<10} {:<20} {:<32} {}",
+            "{:>12} {:>7} {:<24} {:>5} {:>8} {:<29} {:<10} {:<20} {:<32} {}",
             j.commitlog_offset,
             j.size,
-            j.topic,
+            fit(&j.topic, 24),
             j.queue_id,
             j.queue_offset,
             format_time(j.store_timestamp),
-            j.tags.as_deref().unwrap_or("-"),
-            if j.keys.is_empty() {
-                "-".to_string()
-            } else {
-                j.keys.join(" ")
-            },
-            j.uniq_key.as_deref().unwrap_or("-"),
+            fit(j.tags.as_deref().unwrap_or("-"), 10),
+            fit(
+                &if j.keys.is_empty() {
+                    "-".to_string()
+                } else {
+                    j.keys.join(" ")
+                },
+                20
+            ),
+            fit(j.uniq_key.as_deref().unwrap_or("-"), 32),
             body_preview(&j),
         )?;
     }
     Ok(())
+}
+
+/// `s` cut to `width` characters, the last one an ellipsis when something was cut, so that
+/// the table's columns stay aligned (`--json` has every value whole).
+pub(crate) fn fit(s: &str, width: usize) -> std::borrow::Cow<'_, str> {
+    if s.chars().count() <= width {
+        return s.into();
+    }
+    let mut cut: String = s.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut.into()
 }
 
 /// The start of a body for the table: printable text, or the encoding the body would need.
@@ -310,9 +341,10 @@ fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatu
             a.path.display()
         ),
     };
-    let total: u64 = segments.iter().map(|s| s.len).sum();
+    let total = output::commitlog_data_bytes(&segments);
     let pb = output::progress(total, "dumping");
-    let mut printer = MessagePrinter::new(out, a.json, a.body);
+    let style = Style::from_flags(a.json, &a.lines)?;
+    let mut printer = MessagePrinter::new(out, style.clone(), a.body);
     let limit = a.count.unwrap_or(u64::MAX);
     let workers = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -326,7 +358,7 @@ fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatu
         let (batch_tx, batch_rx) = mpsc::sync_channel::<Batch>(workers * 2);
         let batch_rx = Arc::new(Mutex::new(batch_rx));
         let (out_tx, out_rx) = mpsc::sync_channel::<Rendered>(workers * 2);
-        let (segs, pb_ref, stop_ref) = (&segments, &pb, &stop);
+        let (segs, pb_ref, stop_ref, style) = (&segments, &pb, &stop, &style);
         let walker = s.spawn(move || walk_all(segs, a, limit, pb_ref, stop_ref, batch_tx));
         for _ in 0..workers {
             let (rx, tx) = (Arc::clone(&batch_rx), out_tx.clone());
@@ -336,7 +368,7 @@ fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatu
                     Err(_) => break,
                 };
                 let Ok(batch) = next else { break };
-                if tx.send(render_batch(&batch, segs, a.json, a.body)).is_err() {
+                if tx.send(render_batch(&batch, segs, style, a.body)).is_err() {
                     break;
                 }
             });
@@ -421,7 +453,7 @@ struct WalkOutcome {
 /// Bytes of records per batch.
 const BATCH_BYTES: usize = 1 << 20;
 
-fn render_batch(b: &Batch, segments: &[Segment], json: bool, body: BodyMode) -> Rendered {
+fn render_batch(b: &Batch, segments: &[Segment], style: &Style, body: BodyMode) -> Rendered {
     let mut lines = Vec::with_capacity(b.bytes.len() + b.bytes.len() / 2);
     let mut count = 0;
     let path = segments
@@ -433,7 +465,7 @@ fn render_batch(b: &Batch, segments: &[Segment], json: bool, body: BodyMode) -> 
             continue;
         };
         if let Ok(Record::Message(m)) = parse_record(raw, 0, *pos, false) {
-            if let Err(e) = render(&mut lines, &m, path, json, body) {
+            if let Err(e) = render(&mut lines, &m, path, style, body) {
                 return Rendered {
                     seq: b.seq,
                     lines: Err(e),
@@ -812,7 +844,7 @@ fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         if !a.json {
             writeln!(
                 out,
-                "  {:>9} {:>8} {:>11} {:>14} {:>9} {:<23} {:>9}",
+                "  {:>9} {:>8} {:>11} {:>14} {:>9} {:<29} {:>9}",
                 "ENTRY", "SLOT", "HASH", "PHY_OFFSET", "DIFF_S", "TIME", "PREV"
             )?;
         }
@@ -847,7 +879,7 @@ fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             } else {
                 writeln!(
                     out,
-                    "  {:>9} {:>8} {:>11} {:>14} {:>9} {:<23} {:>9}",
+                    "  {:>9} {:>8} {:>11} {:>14} {:>9} {:<29} {:>9}",
                     n,
                     slot,
                     e.key_hash,

@@ -35,10 +35,10 @@ pub struct ExportArgs {
     /// The store root (read-only).
     pub store: PathBuf,
     /// The consumer group.
-    #[arg(long, value_name = "G")]
+    #[arg(long, short = 'g', value_name = "G")]
     pub group: String,
     /// Only this topic (default: every topic the group has offsets for).
-    #[arg(long, value_name = "T")]
+    #[arg(long, short = 't', value_name = "T")]
     pub topic: Option<String>,
     /// Also export: retry (the group's %RETRY% queue past its offset), delayed (parked in
     /// SCHEDULE_TOPIC_XXXX for the group's topics), dlq (the whole %DLQ% topic), transactions

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
+use super::output::format_time;
 use super::{output, ExitStatus, GeometryArgs};
 use crate::engine::dispatch::{
     is_system_topic, DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC,
@@ -552,7 +553,9 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
         writeln!(
             out,
             "checkpoint physic {} logics {} index {}",
-            cp.physic_msg_timestamp, cp.logics_msg_timestamp, cp.index_msg_timestamp
+            format_time(cp.physic_msg_timestamp),
+            format_time(cp.logics_msg_timestamp),
+            format_time(cp.index_msg_timestamp)
         )?;
     }
     writeln!(
@@ -646,14 +649,17 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
     }
     writeln!(
         out,
-        "\n{:<20} {:>10} {:>15} {:>15}",
+        "\n{:<20} {:>10} {:<29} {:<29}",
         "INDEX FILE", "ENTRIES", "BEGIN", "END"
     )?;
     for f in &i.index_files {
         writeln!(
             out,
-            "{:<20} {:>10} {:>15} {:>15}",
-            f.name, f.entries, f.begin_timestamp, f.end_timestamp
+            "{:<20} {:>10} {:<29} {:<29}",
+            f.name,
+            f.entries,
+            format_time(f.begin_timestamp),
+            format_time(f.end_timestamp)
         )?;
     }
     for n in &i.notes {

@@ -6,7 +6,9 @@ pub mod dump;
 pub mod exit;
 pub mod export;
 pub mod gen;
+pub mod help;
 pub mod info;
+pub mod line_format;
 pub mod man;
 pub mod names;
 pub mod output;
@@ -28,46 +30,71 @@ pub use exit::ExitStatus;
 
 use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 
+/// `rmqstore --version`: the crate version and the commit it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("RMQSTORE_COMMIT"),
+    ")"
+);
+
 /// Read, check, repair and serve Apache RocketMQ broker store directories offline.
 ///
 /// Exit status: 0 success (a healthy store), 1 problems found, 2 could not run.
 #[derive(Debug, Parser)]
-#[command(name = "rmqstore", version, about, long_about = None)]
+#[command(name = "rmqstore", version = VERSION, about, long_about = None)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+    /// When to colour ERROR and WARNING: auto (on a terminal, unless NO_COLOR is set),
+    /// always, never.
+    #[arg(long, global = true, value_enum, default_value_t, value_name = "WHEN")]
+    pub color: output::ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write a deterministic synthetic store (fixtures, benchmarks).
+    #[command(after_help = help::GEN)]
     Gen(gen::GenArgs),
     /// Print commitlog messages, consume queue units, index entries, the checkpoint or config files.
+    #[command(after_help = help::DUMP)]
     Dump(dump::DumpArgs),
     /// Find messages by key, message id, queue offset or store time, as the broker does.
+    #[command(after_help = help::QUERY)]
     Query(query::QueryArgs),
     /// A first overview of a store: files, topics and queues, consumer groups, checkpoint.
+    #[command(after_help = help::INFO)]
     Info(info::InfoArgs),
     /// Pull messages as a consumer group would, with the broker's answer (status, offsets).
+    #[command(after_help = help::PULL)]
     Pull(pull::PullArgs),
     /// What is waiting: unconsumed messages, retries, delayed messages, DLQs, transactions.
+    #[command(after_help = help::PENDING)]
     Pending(pending::PendingArgs),
     /// Regenerate consume queues and index files from the commitlog.
+    #[command(after_help = help::REBUILD)]
     Rebuild(rebuild::RebuildArgs),
     /// Mend a damaged store without losing a byte (plan, salvage, switch in).
+    #[command(after_help = help::REPAIR)]
     Repair(repair::RepairArgs),
     /// Everything a group has not consumed yet (optionally retries, delayed, DLQ,
     /// transactions), as JSON Lines or a new store, ready to be sent again.
+    #[command(after_help = help::EXPORT)]
     Export(export::ExportArgs),
     /// Consume a group's messages with a command, with retries, DLQ and committed offsets.
+    #[command(after_help = help::REPLAY)]
     Replay(replay::ReplayArgs),
     /// Browse a store in the terminal: topics, queues, messages, groups, health (read-only).
     Tui(tui::TuiArgs),
     /// Check every invariant of a store; --explain-recovery says what the broker's next start does.
+    #[command(after_help = help::VERIFY)]
     Verify(verify::VerifyArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = help::COMPLETIONS)]
     Completions(completions::CompletionsArgs),
     /// Print the manual page (roff): `rmqstore man | man -l -`.
+    #[command(after_help = help::MAN)]
     Man(man::ManArgs),
 }
 
@@ -114,6 +141,7 @@ impl GeometryArgs {
 
 /// Run a parsed command line, printing errors to stderr.
 pub fn run(cli: Cli) -> ExitStatus {
+    output::set_color(cli.color);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = match cli.command {
@@ -137,7 +165,10 @@ pub fn run(cli: Cli) -> ExitStatus {
         Ok(s) => s,
         Err(e) if output::is_broken_pipe(&e) => ExitStatus::Success,
         Err(e) => {
-            let mut msg = format!("rmqstore: error: {e}");
+            let mut msg = format!(
+                "rmqstore: {} {e}",
+                output::painted("error:", output::Paint::Red, true)
+            );
             for cause in e.chain().skip(1) {
                 msg.push_str(&format!("\n  caused by: {cause}"));
             }

@@ -36,6 +36,77 @@ pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
     pb
 }
 
+/// The bytes of `segments` a walk will read, for a progress bar's length: every file but the
+/// last whole, the last up to the end of its data (a broker pre-allocates the file it writes to,
+/// so most of it can be a hole).
+pub fn commitlog_data_bytes(segments: &[crate::format::commitlog::read::Segment]) -> u64 {
+    let Some((last, full)) = segments.split_last() else {
+        return 0;
+    };
+    let tail = crate::format::entry::open_regular(&last.path)
+        .ok()
+        .and_then(|f| {
+            crate::engine::safedir::data_ranges(&f, last.len)
+                .last()
+                .map(|r| r.1)
+        })
+        .unwrap_or(last.len);
+    full.iter().map(|s| s.len).sum::<u64>() + tail
+}
+
+/// `--color`: when ERROR and WARNING (and `rmqstore: error:`) are coloured.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set (or TERM is `dumb`).
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// Whether stdout and stderr are coloured, decided once by [`set_color`].
+static PAINT: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+
+/// Decide colouring for this run from `--color`, the terminals and the environment.
+pub fn set_color(choice: ColorChoice) {
+    let no_color = std::env::var("NO_COLOR").ok();
+    let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+    let decide = |terminal: bool| should_paint(choice, terminal && !dumb, no_color.as_deref());
+    let _ = PAINT.set((
+        decide(std::io::stdout().is_terminal()),
+        decide(std::io::stderr().is_terminal()),
+    ));
+}
+
+/// `--color` against the stream being a terminal and NO_COLOR (set and not empty: no colour).
+pub fn should_paint(choice: ColorChoice, terminal: bool, no_color: Option<&str>) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && no_color.is_none_or(str::is_empty),
+    }
+}
+
+/// Which colour a word gets.
+#[derive(Debug, Clone, Copy)]
+pub enum Paint {
+    Red,
+    Yellow,
+}
+
+/// `text` in `paint` when that stream is coloured (stderr when `to_stderr`), else as it is.
+pub fn painted(text: &str, paint: Paint, to_stderr: bool) -> String {
+    let (out, err) = PAINT.get().copied().unwrap_or((false, false));
+    if !(if to_stderr { err } else { out }) {
+        return text.to_string();
+    }
+    let code = match paint {
+        Paint::Red => "1;31",
+        Paint::Yellow => "1;33",
+    };
+    format!("\x1b[{code}m{text}\x1b[0m")
+}
+
 pub use crate::engine::message_json::{encode_body, BodyMode, MessageJson};
 
 /// Say on stderr that a limit cut a result short.
@@ -62,6 +133,12 @@ mod tests {
             (Some("ab01".into()), "hex")
         );
         assert_eq!(encode_body(b"x", BodyMode::None), (None, "none"));
+        assert!(should_paint(ColorChoice::Auto, true, None));
+        assert!(should_paint(ColorChoice::Auto, true, Some("")));
+        assert!(!should_paint(ColorChoice::Auto, true, Some("1")));
+        assert!(!should_paint(ColorChoice::Auto, false, None));
+        assert!(should_paint(ColorChoice::Always, false, Some("1")));
+        assert!(!should_paint(ColorChoice::Never, true, None));
         assert_eq!(
             encode_body(&[0xff], BodyMode::Utf8),
             (Some("\u{fffd}".into()), "utf8")
@@ -123,12 +200,13 @@ pub fn parse_time_arg(s: &str) -> Result<i64, String> {
     parse_time(s).map_err(|e| e.to_string())
 }
 
-/// Epoch milliseconds as a local date-time with milliseconds (`2026-11-30 10:15:00.250`); the
-/// number itself when it is out of range.
+/// Epoch milliseconds as a local date-time with milliseconds and the zone's offset
+/// (`2026-11-30 10:15:00.250+08:00`, which [`parse_time`] reads back); the number itself when
+/// it is out of range.
 pub fn format_time(ms: i64) -> String {
     use chrono::TimeZone;
     match chrono::Local.timestamp_millis_opt(ms) {
-        chrono::LocalResult::Single(t) => t.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+        chrono::LocalResult::Single(t) => t.format("%Y-%m-%d %H:%M:%S%.3f%:z").to_string(),
         _ => ms.to_string(),
     }
 }

@@ -31,7 +31,7 @@ pub struct PendingArgs {
     /// The store root (read-only).
     pub store: PathBuf,
     /// Only this consumer group.
-    #[arg(long, value_name = "G")]
+    #[arg(long, short = 'g', value_name = "G")]
     pub group: Option<String>,
     /// An overlay written by earlier engine runs, read (not written).
     #[arg(long, value_name = "DIR")]

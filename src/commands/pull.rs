@@ -20,6 +20,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::dump::MessagePrinter;
+use super::line_format::{LineArgs, Style};
 use super::names;
 use super::output::{parse_time_arg, BodyMode};
 use super::query::BrokerArg;
@@ -37,16 +38,16 @@ pub struct PullArgs {
     /// The store root (read-only).
     pub store: PathBuf,
     /// Consumer group whose offsets are read (and written with --commit).
-    #[arg(long, value_name = "G")]
+    #[arg(long, short = 'g', value_name = "G")]
     pub group: String,
     /// Topic to pull (a group's retries are in `%RETRY%<group>`).
-    #[arg(long, value_name = "T")]
+    #[arg(long, short = 't', value_name = "T")]
     pub topic: String,
     /// Queue id (default: every queue of the topic, in turn).
-    #[arg(long, value_name = "Q")]
+    #[arg(long, short = 'q', value_name = "Q")]
     pub queue: Option<i32>,
     /// Queue offset to pull from.
-    #[arg(long, value_name = "N", conflicts_with = "from")]
+    #[arg(long, short = 'o', value_name = "N", conflicts_with = "from")]
     pub offset: Option<i64>,
     /// Start at the queue's first offset, its last offset, or the first message stored at TIME
     /// (epoch ms or ISO 8601).
@@ -85,10 +86,14 @@ pub struct PullArgs {
     /// missing or cut short (by default only when offsets show stale queues).
     #[arg(long)]
     pub full_replay: bool,
+    /// How to print bodies (compressed bodies are shown decompressed).
     #[arg(long, value_enum, default_value_t)]
     pub body: BodyMode,
-    #[arg(long)]
+    /// JSON Lines: each queue's messages, then its `{"summary":{...}}`.
+    #[arg(long, short = 'J')]
     pub json: bool,
+    #[command(flatten)]
+    pub lines: LineArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
 }
@@ -236,7 +241,7 @@ fn pull_queues(
     filter: Option<&MessageFilter>,
     out: &mut dyn Write,
 ) -> anyhow::Result<u64> {
-    let mut printer = MessagePrinter::new(out, a.json, a.body);
+    let mut printer = MessagePrinter::new(out, Style::from_flags(a.json, &a.lines)?, a.body);
     let mut total = 0u64;
     for &q in queues {
         let (min, max) = engine.queue_bounds(&a.topic, q);

@@ -20,6 +20,7 @@ use clap::{Args, ValueEnum};
 use serde_json::{json, Value};
 
 use super::dump::MessagePrinter;
+use super::line_format::{LineArgs, Style};
 use super::names;
 use super::output::{self, parse_time_arg, BodyMode};
 use super::{ExitStatus, GeometryArgs};
@@ -43,22 +44,22 @@ pub struct QueryArgs {
     /// The store root.
     pub store: PathBuf,
     /// Topic (needed for --key, --offset and time windows; limits a UNIQ_KEY lookup).
-    #[arg(long, value_name = "T")]
+    #[arg(long, short = 't', value_name = "T")]
     pub topic: Option<String>,
     /// A message key (KEYS element or UNIQ_KEY) looked up under --topic.
-    #[arg(long, value_name = "K", conflicts_with = "msg_id")]
+    #[arg(long, short = 'k', value_name = "K", conflicts_with = "msg_id")]
     pub key: Option<String>,
     /// An offset message id or a client UNIQ_KEY.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, short = 'i', value_name = "ID")]
     pub msg_id: Option<String>,
     /// Queue id (with --offset, or to limit a time window to one queue).
-    #[arg(long, value_name = "Q")]
+    #[arg(long, short = 'q', value_name = "Q")]
     pub queue: Option<i32>,
     /// Queue offset to read from (with --topic and --queue).
-    #[arg(long, value_name = "N", conflicts_with_all = ["key", "msg_id"])]
+    #[arg(long, short = 'o', value_name = "N", conflicts_with_all = ["key", "msg_id"])]
     pub offset: Option<u64>,
     /// Messages to read from --offset (default 1).
-    #[arg(long, value_name = "N", requires = "offset")]
+    #[arg(long, short = 'c', value_name = "N", requires = "offset")]
     pub count: Option<usize>,
     /// Start of the time window: epoch ms or an ISO 8601 date/date-time (local time without a zone).
     #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
@@ -66,7 +67,9 @@ pub struct QueryArgs {
     /// End of the time window (inclusive).
     #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
     pub end: Option<i64>,
-    /// Most messages to return (index lookups: at most 64, the broker's maxMsgsNumBatch).
+    /// Most messages to return. Index lookups keep the newest N (the index is walked newest
+    /// first, as the broker does; at most 64, its maxMsgsNumBatch); time windows and scans keep
+    /// the first N in commitlog order. Messages are printed in commitlog order.
     #[arg(long, value_name = "N")]
     pub max: Option<usize>,
     /// Search the commitlog instead of the index (for a missing or broken index).
@@ -82,8 +85,10 @@ pub struct QueryArgs {
     #[arg(long, value_enum, default_value_t)]
     pub body: BodyMode,
     /// JSON Lines: one object per message, then `{"summary":{...}}`.
-    #[arg(long)]
+    #[arg(long, short = 'J')]
     pub json: bool,
+    #[command(flatten)]
+    pub lines: LineArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
 }
@@ -122,7 +127,7 @@ pub fn run(a: &QueryArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
              or --topic T --begin TIME"
         );
     };
-    let mut printer = MessagePrinter::new(&mut out, a.json, a.body);
+    let mut printer = MessagePrinter::new(&mut out, Style::from_flags(a.json, &a.lines)?, a.body);
     let mut unreadable = 0u64;
     for h in &hits {
         match reader.message_at(h.offset) {
@@ -225,7 +230,7 @@ fn by_key(
     let r = reader.query_message(topic, key, max.min(i32::MAX as usize) as i32, begin, end);
     if r.capped {
         output::note_truncated(&format!(
-            "--max {} reached: the index may hold more messages for this key (narrow --begin/--end, or --scan)",
+            "--max {} reached: these are the newest; the index may hold older messages for this key (narrow --begin/--end, or --scan)",
             max.min(INDEX_MAX)
         ));
     }

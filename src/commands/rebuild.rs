@@ -95,7 +95,7 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         topics: (!a.topics.is_empty()).then(|| a.topics.iter().cloned().collect::<BTreeSet<_>>()),
         index_naming: IndexNaming::Local,
     };
-    let total: u64 = store.commitlog.segments.iter().map(|s| s.len).sum();
+    let total = output::commitlog_data_bytes(&store.commitlog.segments);
     let pb = output::progress(total, "rebuilding");
     let progress = |b: u64| pb.set_position(b);
     let started = std::time::Instant::now();

@@ -46,11 +46,11 @@ pub struct ReplayArgs {
     /// The store root (read-only).
     pub store: PathBuf,
     /// The consumer group.
-    #[arg(long, value_name = "G")]
+    #[arg(long, short = 'g', value_name = "G")]
     pub group: String,
     /// Subscribed topic (repeatable; default: every topic the group has offsets for). The
     /// group's %RETRY% topic is always consumed.
-    #[arg(long, value_name = "T")]
+    #[arg(long, short = 't', value_name = "T")]
     pub topic: Vec<String>,
     /// The consumer: a shell command run once per message (`/bin/sh -c CMD`), the message on
     /// its stdin; exit status 0 is success.
@@ -345,6 +345,20 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 p.topic, p.queue_id, p.committed, p.max_offset
             )?;
         }
+    }
+    let dlq = crate::engine::retry::dlq_topic(&a.group);
+    if stats.dead_lettered > 0 && stats.consumed == 0 {
+        eprintln!(
+            "rmqstore: every message delivered failed: {} went to {dlq}, none was consumed",
+            stats.dead_lettered
+        );
+        return Ok(ExitStatus::Findings);
+    }
+    if stats.dead_lettered > 0 {
+        eprintln!(
+            "rmqstore: note: {} message(s) went to {dlq} ({} consumed)",
+            stats.dead_lettered, stats.consumed
+        );
     }
     Ok(ExitStatus::Success)
 }

@@ -114,7 +114,7 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         max_per_code: a.max_findings.max(1),
         ..VerifyOptions::default()
     };
-    let total: u64 = store.commitlog.segments.iter().map(|s| s.len).sum();
+    let total = output::commitlog_data_bytes(&store.commitlog.segments);
     let pb = output::progress(total, "verifying commitlog");
     let progress = |phase: Phase, done: u64, n: u64| match phase {
         Phase::Commitlog => pb.set_position(done),
@@ -192,10 +192,16 @@ fn sev_label(s: Severity) -> &'static str {
 }
 
 fn print_finding(f: &Finding, out: &mut dyn Write) -> std::io::Result<()> {
+    let label = format!("{:<7}", sev_label(f.severity));
+    let label = match f.severity {
+        Severity::Error => output::painted(&label, output::Paint::Red, false),
+        Severity::Warning => output::painted(&label, output::Paint::Yellow, false),
+        Severity::Info => label,
+    };
     writeln!(
         out,
-        "{:<7} {:<30} {} @ {}",
-        sev_label(f.severity),
+        "{} {:<30} {} @ {}",
+        label,
         f.code,
         f.file.display(),
         f.offset

@@ -54,7 +54,12 @@ impl Store {
     pub fn open(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
         let commitlog_dir = root.join(paths::COMMITLOG);
         if !root.is_dir() {
-            return Err(Error::layout(root, "not a directory"));
+            let what = match std::fs::symlink_metadata(root) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory",
+                Err(_) => "cannot be read",
+                Ok(_) => "not a directory",
+            };
+            return Err(Error::layout(root, what));
         }
         if !commitlog_dir.is_dir() && !root.join(paths::CONSUMEQUEUE).is_dir() {
             return Err(Error::layout(

@@ -1,0 +1,237 @@
+//! The text after each subcommand's `--help`: its exit statuses and a few examples. Every
+//! example line (`  rmqstore ...`) is parsed by a test, so an example cannot name a flag that
+//! does not exist. `~/store` is the broker's default `storePathRootDir`.
+
+pub const GEN: &str = "\
+Exit status: 0 the store was written; 2 could not run (the directory already holds a commitlog).
+
+Examples:
+  rmqstore gen /tmp/demo-store --messages 10000
+  rmqstore gen /tmp/small --messages 500 --commitlog-file-size 262144 --json";
+
+pub const DUMP: &str = "\
+Exit status: 0 printed; 1 a file did not parse (said on stderr); 2 could not run.
+
+Examples:
+  rmqstore dump commitlog ~/store -t OrderTopic -c 20
+  rmqstore dump consumequeue ~/store --topic OrderTopic --queue 0 --json
+  rmqstore dump index ~/store --header-only";
+
+pub const DUMP_COMMITLOG: &str = "\
+Exit status: 0 printed; 1 a record did not parse (said on stderr); 2 could not run.
+
+Examples:
+  rmqstore dump commitlog ~/store -t OrderTopic -c 20
+  rmqstore dump commitlog ~/store/commitlog/00000000000000000000 -J | jq .topic
+  rmqstore dump commitlog ~/store -o 1073741824 -f '%O %t %q %o %k %s'";
+
+pub const DUMP_CONSUMEQUEUE: &str = "\
+Exit status: 0 printed; 1 a file did not parse (said on stderr); 2 could not run.
+
+Examples:
+  rmqstore dump consumequeue ~/store --topic OrderTopic
+  rmqstore dump consumequeue ~/store -t OrderTopic --queue 0 --from 100 --count 10 --json";
+
+pub const DUMP_INDEX: &str = "\
+Exit status: 0 printed; 1 a file did not parse (said on stderr); 2 could not run.
+
+Examples:
+  rmqstore dump index ~/store --header-only
+  rmqstore dump index ~/store/index/20261130101500123 --json";
+
+pub const DUMP_CHECKPOINT: &str = "\
+Exit status: 0 printed; 2 could not run (no checkpoint, or it does not parse).
+
+Examples:
+  rmqstore dump checkpoint ~/store
+  rmqstore dump checkpoint ~/store --json";
+
+pub const DUMP_CONFIG: &str = "\
+Exit status: 0 printed; 1 a config file did not parse (said on stderr); 2 could not run.
+
+Examples:
+  rmqstore dump config ~/store
+  rmqstore dump config ~/store --json";
+
+pub const QUERY: &str = "\
+Exit status: 0 messages found; 1 nothing found; 2 could not run (an unknown topic, queue or
+message id is an error, with the close names).
+
+Examples:
+  rmqstore query ~/store -t OrderTopic -k order-33
+  rmqstore query ~/store -i C0A8000A00002A9F00000000000090FC -J
+  rmqstore query ~/store -t OrderTopic -q 0 -o 100 -c 10 -f '%o %k %T %s'
+  rmqstore query ~/store -t OrderTopic --begin 2026-11-30T10:00:00Z --end 2026-11-30T11:00:00Z";
+
+pub const INFO: &str = "\
+Exit status: 0 printed; 2 could not run.
+
+Examples:
+  rmqstore info ~/store
+  rmqstore info ~/store --json | jq '.topics[].topic'";
+
+pub const PULL: &str = "\
+Exit status: 0 messages returned; 1 none returned; 2 could not run (an unknown topic, or a
+group the store does not know without --from or --offset).
+
+Examples:
+  rmqstore pull ~/store -g OrderGroup -t OrderTopic
+  rmqstore pull ~/store -g NewGroup -t OrderTopic -q 0 --from first -f '%o %k %s'
+  rmqstore pull ~/store -g OrderGroup -t OrderTopic --commit --overlay /tmp/overlay";
+
+pub const PENDING: &str = "\
+Exit status: 0 printed; 2 could not run (an unknown group is an error, with the close names).
+
+Examples:
+  rmqstore pending ~/store
+  rmqstore pending ~/store -g OrderGroup --json
+  rmqstore pending ~/store --now 2026-11-30T12:00:00Z --all";
+
+pub const REBUILD: &str = "\
+Exit status: 0 rebuilt; 1 refused (the commitlog is damaged: see verify and repair); 2 could not run.
+
+Examples:
+  rmqstore rebuild ~/store --out /tmp/rebuilt
+  rmqstore rebuild ~/store --index --in-place
+  rmqstore rebuild ~/store --consumequeue --topic OrderTopic --out /tmp/rebuilt";
+
+pub const REPAIR: &str = "\
+Exit status: 0 the plan was printed (--dry-run), or the store was repaired and the result
+verifies clean; 1 the repaired copy does not verify clean (it was not switched in); 2 could
+not run (a live broker holds the lock, the output is inside a store).
+
+Examples:
+  rmqstore repair ~/store --dry-run
+  rmqstore repair ~/store --out /tmp/repaired
+  rmqstore repair ~/store --in-place";
+
+pub const EXPORT: &str = "\
+Exit status: 0 exported (also when nothing was pending); 2 could not run (an existing
+FILE.jsonl is refused without --force).
+
+Examples:
+  rmqstore export ~/store -g OrderGroup --out /tmp/order.jsonl
+  rmqstore export ~/store -g OrderGroup --include retry,delayed,dlq --dedupe --out /tmp/order.jsonl
+  rmqstore export ~/store -g OrderGroup --out /tmp/new-store";
+
+pub const REPLAY: &str = "\
+Exit status: 0 the run ended; 1 every message delivered failed and went to the DLQ; 2 could
+not run (or the command could not be started).
+
+Examples:
+  rmqstore replay ~/store -g OrderGroup --exec 'jq -c .body >> /tmp/bodies' --until-idle
+  rmqstore replay ~/store -g OrderGroup -t OrderTopic --exec ./consume.sh --overlay /tmp/ov
+  rmqstore replay ~/store -g OrderGroup --exec 'cat > /dev/null' --time-scale 1000 --until-idle";
+
+pub const VERIFY: &str = "\
+Exit status: 0 healthy; 1 findings (errors or warnings; with --strict also infos); 2 could not
+run.
+
+Examples:
+  rmqstore verify ~/store
+  rmqstore verify ~/store --json --explain-recovery
+  rmqstore verify ~/store --only commitlog --no-crc";
+
+pub const COMPLETIONS: &str = "\
+Exit status: 0 printed.
+
+Examples:
+  rmqstore completions bash > ~/.local/share/bash-completion/completions/rmqstore
+  rmqstore completions zsh > ~/.zfunc/_rmqstore";
+
+pub const MAN: &str = "\
+Exit status: 0 printed.
+
+Examples:
+  rmqstore man | man -l -
+  rmqstore man > rmqstore.1";
+
+/// Every text, for the test that parses their examples.
+pub const ALL: &[&str] = &[
+    GEN,
+    DUMP,
+    DUMP_COMMITLOG,
+    DUMP_CONSUMEQUEUE,
+    DUMP_INDEX,
+    DUMP_CHECKPOINT,
+    DUMP_CONFIG,
+    QUERY,
+    INFO,
+    PULL,
+    PENDING,
+    REBUILD,
+    REPAIR,
+    EXPORT,
+    REPLAY,
+    VERIFY,
+    COMPLETIONS,
+    MAN,
+];
+
+/// The example command lines of `text`, split into words as a shell would (single quotes only).
+pub fn examples(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("  rmqstore "))
+        .map(|l| {
+            let command = l.split(" |").next().unwrap_or(l);
+            let command = command.split(" >").next().unwrap_or(command);
+            let mut words = vec!["rmqstore".to_string()];
+            let mut word = String::new();
+            let mut quoted = false;
+            let mut any = false;
+            for c in command.chars() {
+                match c {
+                    '\'' => {
+                        quoted = !quoted;
+                        any = true;
+                    }
+                    ' ' if !quoted => {
+                        if any {
+                            words.push(std::mem::take(&mut word));
+                            any = false;
+                        }
+                    }
+                    c => {
+                        word.push(c);
+                        any = true;
+                    }
+                }
+            }
+            if any {
+                words.push(word);
+            }
+            words
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn every_example_parses() {
+        let mut n = 0;
+        for text in ALL {
+            let ex = examples(text);
+            assert!(ex.len() >= 2, "fewer than two examples in {text}");
+            assert!(text.starts_with("Exit status: "), "{text}");
+            for words in ex {
+                if let Err(e) = super::super::Cli::try_parse_from(&words) {
+                    panic!("{words:?} does not parse: {e}");
+                }
+                n += 1;
+            }
+        }
+        assert!(n >= 30, "{n}");
+    }
+
+    #[test]
+    fn examples_are_split_as_a_shell_would() {
+        assert_eq!(
+            examples("  rmqstore query s -f '%o %k' | head\n"),
+            vec![vec!["rmqstore", "query", "s", "-f", "%o %k"]]
+        );
+    }
+}
