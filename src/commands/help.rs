@@ -123,6 +123,16 @@ Examples:
   rmqstore replay ~/store -g OrderGroup -t OrderTopic --exec ./consume.sh --overlay /tmp/ov
   rmqstore replay ~/store -g OrderGroup --exec 'cat > /dev/null' --time-scale 1000 --until-idle";
 
+pub const OFFSETS: &str = "\
+Exit status: 0 shown, planned or written; 2 could not run (an unknown group or topic, a live
+broker holding the store's lock).
+
+Examples:
+  rmqstore offsets ~/store show -g OrderGroup
+  rmqstore offsets ~/store set -g OrderGroup -t OrderTopic --to-time 2026-11-30T10:00:00Z
+  rmqstore offsets ~/store set -g OrderGroup -t OrderTopic --to first --apply
+  rmqstore offsets ~/store clone --from OrderGroup --to OrderGroupReplay --apply";
+
 pub const VERIFY: &str = "\
 Exit status: 0 healthy; 1 findings (errors or warnings; with --strict also infos); 2 could not
 run.
@@ -163,6 +173,7 @@ pub const ALL: &[&str] = &[
     REPAIR,
     EXPORT,
     REPLAY,
+    OFFSETS,
     VERIFY,
     COMPLETIONS,
     MAN,

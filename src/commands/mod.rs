@@ -11,6 +11,7 @@ pub mod info;
 pub mod line_format;
 pub mod man;
 pub mod names;
+pub mod offsets;
 pub mod output;
 pub mod pending;
 pub mod pull;
@@ -87,6 +88,9 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Browse a store in the terminal: topics, queues, messages, groups, health (read-only).
     Tui(tui::TuiArgs),
+    /// Show, set, clone or delete consumer groups' committed offsets (plan first, --apply writes).
+    #[command(after_help = help::OFFSETS)]
+    Offsets(offsets::OffsetsArgs),
     /// Check every invariant of a store; --explain-recovery says what the broker's next start does.
     #[command(after_help = help::VERIFY)]
     Verify(verify::VerifyArgs),
@@ -156,6 +160,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Export(a) => export::run(&a, &mut out),
         Command::Replay(a) => replay::run(&a, &mut out),
         Command::Tui(a) => tui::run(&a, &mut out),
+        Command::Offsets(a) => offsets::run(&a, &mut out),
         Command::Verify(a) => verify::run(&a, &mut out),
         Command::Completions(a) => completions::run(&a, &mut out),
         Command::Man(a) => man::run(&a, &mut out),

@@ -9,6 +9,7 @@ pub mod generate;
 pub mod headers;
 pub mod index;
 pub mod message_json;
+pub mod offset_admin;
 pub mod offsets;
 pub mod orderly;
 pub mod pull;

@@ -1,0 +1,351 @@
+//! `rmqstore offsets`: a consumer group's committed offsets, shown and changed offline.
+//!
+//! - `show [--group G] [--topic T]`: committed offset, min, max and lag per queue.
+//! - `set --group G --topic T [--queue Q] --to-offset N | --to-time TIME | --to first|last`.
+//! - `clone --from G1 --to G2 [--topic T]`, `delete --group G [--topic T]`.
+//!
+//! A change prints its plan (old and new offset, messages re-delivered or skipped per queue)
+//! and writes nothing unless `--apply` ([`crate::engine::offset_admin`] says how it writes).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde::Serialize;
+
+use super::names;
+use super::output::{json_line, parse_time_arg};
+use super::query::BrokerArg;
+use super::{ExitStatus, GeometryArgs};
+use crate::engine::offset_admin::{self, OffsetPlan, QueueChange, Target};
+use crate::engine::query::{detect_broker_version, BrokerVersion};
+use crate::engine::safedir::StoreLock;
+use crate::engine::Store;
+use crate::format::config::ConsumerOffsets;
+
+#[derive(Debug, Args)]
+pub struct OffsetsArgs {
+    /// The store root.
+    pub store: PathBuf,
+    #[command(subcommand)]
+    pub action: OffsetsAction,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OffsetsAction {
+    /// Committed offset, min, max and lag per queue.
+    Show(ShowArgs),
+    /// Move a group's offsets on a topic to an offset, a time, or the first or last message.
+    Set(SetArgs),
+    /// Give a group the offsets another group has.
+    Clone(CloneArgs),
+    /// Delete a group's offsets.
+    Delete(DeleteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Only this consumer group.
+    #[arg(long, short = 'g', value_name = "G")]
+    pub group: Option<String>,
+    /// Only this topic.
+    #[arg(long, short = 't', value_name = "T")]
+    pub topic: Option<String>,
+    /// JSON Lines: one object per queue.
+    #[arg(long, short = 'J')]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum End {
+    First,
+    Last,
+}
+
+/// Whether a change is written.
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// Write the change (without it, only the plan is printed).
+    #[arg(long)]
+    pub apply: bool,
+    /// The plan as JSON Lines: one object per queue, then a summary.
+    #[arg(long, short = 'J')]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["to_offset", "to_time", "to"])))]
+pub struct SetArgs {
+    #[arg(long, short = 'g', value_name = "G")]
+    pub group: String,
+    #[arg(long, short = 't', value_name = "T")]
+    pub topic: String,
+    /// One queue (default: every queue of the topic).
+    #[arg(long, short = 'q', value_name = "Q")]
+    pub queue: Option<i32>,
+    /// This queue offset (clamped to each queue's min and max).
+    #[arg(long, value_name = "N")]
+    pub to_offset: Option<i64>,
+    /// The first message stored at or after TIME, as the broker's getOffsetInQueueByTime.
+    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
+    pub to_time: Option<i64>,
+    /// Each queue's first or last offset.
+    #[arg(long, value_enum)]
+    pub to: Option<End>,
+    /// Broker rules for --to-time (default: guessed from the store).
+    #[arg(long, value_enum)]
+    pub broker: Option<BrokerArg>,
+    #[command(flatten)]
+    pub apply: ApplyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CloneArgs {
+    /// The group whose offsets are copied.
+    #[arg(long, value_name = "G1")]
+    pub from: String,
+    /// The group that gets them (its offsets on those topics are replaced).
+    #[arg(long, value_name = "G2")]
+    pub to: String,
+    /// Only this topic.
+    #[arg(long, short = 't', value_name = "T")]
+    pub topic: Option<String>,
+    #[command(flatten)]
+    pub apply: ApplyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    #[arg(long, short = 'g', value_name = "G")]
+    pub group: String,
+    /// Only this topic.
+    #[arg(long, short = 't', value_name = "T")]
+    pub topic: Option<String>,
+    #[command(flatten)]
+    pub apply: ApplyArgs,
+}
+
+/// One queue of `show`.
+#[derive(Debug, Serialize)]
+struct QueueOffset {
+    group: String,
+    topic: String,
+    queue_id: i32,
+    committed_offset: i64,
+    min_offset: i64,
+    max_offset: i64,
+    lag: i64,
+}
+
+pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let applying = match &a.action {
+        OffsetsAction::Show(_) => false,
+        OffsetsAction::Set(s) => s.apply.apply,
+        OffsetsAction::Clone(c) => c.apply.apply,
+        OffsetsAction::Delete(d) => d.apply.apply,
+    };
+    // held from before the table is read until it is written: no broker runs meanwhile
+    let lock = applying.then(|| StoreLock::acquire(&a.store)).transpose()?;
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let table = offset_admin::load_offsets(&store)?;
+    let groups: Vec<&str> = table.iter().map(|(_, g, _)| g).collect();
+    let known_group = |g: &str| {
+        names::ensure_known(
+            "consumer group",
+            g,
+            groups.iter().copied(),
+            "config/consumerOffset.json",
+        )
+    };
+    let topics: Vec<String> = crate::engine::query::Reader::new(&store).topics().to_vec();
+    let known_topic = |t: &str| {
+        names::ensure_known(
+            "topic",
+            t,
+            topics.iter().map(String::as_str),
+            "this store's consume queues or config/topics.json",
+        )
+    };
+    let (plan, apply) = match &a.action {
+        OffsetsAction::Show(s) => {
+            if let Some(g) = &s.group {
+                known_group(g)?;
+            }
+            if let Some(t) = &s.topic {
+                known_topic(t)?;
+            }
+            return show(&store, &table, s, out);
+        }
+        OffsetsAction::Set(s) => {
+            known_topic(&s.topic)?;
+            let target = match (s.to_offset, s.to_time, s.to) {
+                (Some(n), _, _) => Target::Offset(n),
+                (_, Some(t), _) => Target::Time(t),
+                (_, _, Some(End::First)) => Target::First,
+                _ => Target::Last,
+            };
+            let version = match s.broker {
+                Some(BrokerArg::V4_9) => BrokerVersion::V4_9,
+                Some(BrokerArg::V5) => BrokerVersion::V5,
+                None => detect_broker_version(&store).0,
+            };
+            let plan = offset_admin::plan_set(
+                &store, &table, &s.group, &s.topic, s.queue, target, version,
+            )?;
+            if plan.changes.is_empty() {
+                anyhow::bail!("topic {} has no queues to set offsets on", s.topic);
+            }
+            (plan, &s.apply)
+        }
+        OffsetsAction::Clone(c) => {
+            known_group(&c.from)?;
+            if let Some(t) = &c.topic {
+                known_topic(t)?;
+            }
+            (
+                offset_admin::plan_clone(&store, &table, &c.from, &c.to, c.topic.as_deref())?,
+                &c.apply,
+            )
+        }
+        OffsetsAction::Delete(d) => {
+            known_group(&d.group)?;
+            if let Some(t) = &d.topic {
+                known_topic(t)?;
+            }
+            (
+                offset_admin::plan_delete(&store, &table, &d.group, d.topic.as_deref())?,
+                &d.apply,
+            )
+        }
+    };
+    print_plan(&plan, apply, out)?;
+    let Some(lock) = lock.filter(|_| !plan.is_empty()) else {
+        return Ok(ExitStatus::Success);
+    };
+    let backup = offset_admin::apply(&lock, &plan)?;
+    eprintln!(
+        "rmqstore: wrote {}{}",
+        store.config_dir().join("consumerOffset.json").display(),
+        backup
+            .map(|b| format!(" (the previous file is kept as {} and .bak)", b.display()))
+            .unwrap_or_default()
+    );
+    Ok(ExitStatus::Success)
+}
+
+fn show(
+    store: &Store,
+    table: &ConsumerOffsets,
+    s: &ShowArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let mut rows = Vec::new();
+    for (topic, group, queues) in table.iter() {
+        if s.group.as_deref().is_some_and(|g| g != group)
+            || s.topic.as_deref().is_some_and(|t| t != topic)
+        {
+            continue;
+        }
+        for &(q, committed) in queues {
+            let (min, max) = match store.queue(topic, q) {
+                Some(cq) => (
+                    cq.min_offset(store.commitlog.min_offset())? as i64,
+                    cq.max_offset()? as i64,
+                ),
+                None => (0, 0),
+            };
+            rows.push(QueueOffset {
+                group: group.to_string(),
+                topic: topic.to_string(),
+                queue_id: q,
+                committed_offset: committed,
+                min_offset: min,
+                max_offset: max,
+                lag: (max - committed.max(min)).max(0),
+            });
+        }
+    }
+    rows.sort_by(|a, b| (&a.group, &a.topic, a.queue_id).cmp(&(&b.group, &b.topic, b.queue_id)));
+    if s.json {
+        for r in &rows {
+            json_line(out, r)?;
+        }
+        return Ok(ExitStatus::Success);
+    }
+    writeln!(
+        out,
+        "{:<24} {:<32} {:>5} {:>12} {:>12} {:>12} {:>10}",
+        "GROUP", "TOPIC", "QUEUE", "COMMITTED", "MIN", "MAX", "LAG"
+    )?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{:<24} {:<32} {:>5} {:>12} {:>12} {:>12} {:>10}",
+            r.group, r.topic, r.queue_id, r.committed_offset, r.min_offset, r.max_offset, r.lag
+        )?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn print_plan(plan: &OffsetPlan, a: &ApplyArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+    let redelivered: i64 = plan.changes.iter().map(|c| c.redelivered).sum();
+    let skipped: i64 = plan.changes.iter().map(|c| c.skipped).sum();
+    if a.json {
+        for c in &plan.changes {
+            json_line(out, c)?;
+        }
+        json_line(
+            out,
+            &serde_json::json!({ "summary": {
+                "queues": plan.changes.len(), "redelivered": redelivered, "skipped": skipped,
+                "applied": a.apply && !plan.is_empty(),
+            }}),
+        )?;
+        return Ok(());
+    }
+    let shown = |o: Option<i64>| o.map_or("-".to_string(), |v| v.to_string());
+    writeln!(
+        out,
+        "{:<32} {:>5} {:>12} {:>12} {:>12} {:>12} {:>11} {:>9}",
+        "TOPIC", "QUEUE", "OLD", "NEW", "MIN", "MAX", "REDELIVERED", "SKIPPED"
+    )?;
+    for QueueChange {
+        topic,
+        queue_id,
+        old_offset,
+        new_offset,
+        min_offset,
+        max_offset,
+        redelivered,
+        skipped,
+    } in &plan.changes
+    {
+        writeln!(
+            out,
+            "{:<32} {:>5} {:>12} {:>12} {:>12} {:>12} {:>11} {:>9}",
+            topic,
+            queue_id,
+            shown(*old_offset),
+            shown(*new_offset),
+            min_offset,
+            max_offset,
+            redelivered,
+            skipped
+        )?;
+    }
+    writeln!(
+        out,
+        "{} queue(s): {redelivered} message(s) delivered again, {skipped} skipped; {}",
+        plan.changes.len(),
+        if plan.is_empty() {
+            "nothing changes"
+        } else if a.apply {
+            "written"
+        } else {
+            "nothing was written (add --apply)"
+        }
+    )?;
+    Ok(())
+}
