@@ -221,7 +221,7 @@ struct Finding {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 struct Recovery {
-    version: Object,
+    version: VersionGuess,
     mode: String,
     abort_present: bool,
     abort_pid: Option<u32>,
@@ -229,15 +229,15 @@ struct Recovery {
     checkpoint_min_timestamp: Option<i64>,
     refuses_to_start: Vec<String>,
     max_commitlog_offset_of_consume_queue: u64,
-    start_file: Option<Object>,
+    start_file: Option<FileRef>,
     start_reason: String,
-    cut: Option<Object>,
-    deleted_files: Vec<Object>,
-    queue_truncations: Vec<Object>,
+    cut: Option<RecoveryCut>,
+    deleted_files: Vec<DeletedFile>,
+    queue_truncations: Vec<QueueTruncation>,
     redispatch_from: u64,
     redispatch_to: u64,
     redispatched_messages: u64,
-    index_files_deleted: Vec<Object>,
+    index_files_deleted: Vec<IndexDrop>,
     index_records_lost: u64,
     crc_checked: bool,
     notes: Vec<String>,
@@ -246,9 +246,91 @@ struct Recovery {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
+struct VersionGuess {
+    version: String,
+    from_evidence: bool,
+    evidence: Vec<String>,
+    assumption: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct FileRef {
+    path: String,
+    start: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RecoveryCut {
+    commitlog_offset: u64,
+    file: String,
+    file_offset: u64,
+    reason: String,
+    messages_dropped: u64,
+    bytes_dropped: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DeletedFile {
+    path: String,
+    start: u64,
+    messages: u64,
+    bytes: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct QueueTruncation {
+    topic: String,
+    queue_id: i32,
+    from_queue_offset: u64,
+    units: u64,
+    deleted_files: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct IndexDrop {
+    path: String,
+    entries: u64,
+    begin_commitlog_offset: i64,
+    end_commitlog_offset: i64,
+    end_timestamp: i64,
+}
+
+/// The geometry in force, each value with where it came from.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Geometry {
+    commitlog_file_size: Sourced<u64>,
+    cq_file_units: Sourced<u64>,
+    index_slots: Sourced<u32>,
+    index_entries: Sourced<u32>,
+    delay_levels: Sourced<Vec<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Sourced<T> {
+    value: T,
+    source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
 struct Info {
     store: String,
-    geometry: Object,
+    geometry: Geometry,
     commitlog: InfoCommitlog,
     topics: Vec<InfoTopic>,
     consumer_groups: Vec<InfoGroup>,
@@ -758,7 +840,7 @@ struct RebuildSummary {
     index_msg_timestamp: i64,
     out: Option<String>,
     seconds: f64,
-    geometry: Object,
+    geometry: Geometry,
 }
 
 #[derive(Debug, Deserialize)]
@@ -767,7 +849,7 @@ struct RebuildSummary {
 struct RepairSummary {
     dry_run: bool,
     actions: u64,
-    cut: Option<Object>,
+    cut: Option<RepairCut>,
     headers_mended: u64,
     messages_kept: u64,
     salvaged_records: u64,
@@ -775,6 +857,16 @@ struct RepairSummary {
     removed_bytes: u64,
     store: Option<String>,
     repair_folder: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RepairCut {
+    file: String,
+    file_offset: u64,
+    commitlog_offset: u64,
+    reason: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -798,9 +890,25 @@ struct ReplaySummary {
     group: String,
     topics: Vec<String>,
     end: String,
-    stats: Object,
+    stats: ReplayStats,
     offsets: Vec<ReplayOffset>,
     overlay: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ReplayStats {
+    delivered: u64,
+    consumed: u64,
+    retried: u64,
+    dead_lettered: u64,
+    suspended: u64,
+    local_retries: u64,
+    acknowledged: u64,
+    interrupted: u64,
+    unreadable: u64,
+    delayed_delivered: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1272,7 +1380,26 @@ fn docs_name_every_field_of_every_type() {
         (t("config"), fields_of::<Config>()),
         (t("finding"), fields_of::<Finding>()),
         (t("recovery"), fields_of::<Recovery>()),
+        (t("recovery"), fields_of::<VersionGuess>()),
+        (t("recovery"), fields_of::<FileRef>()),
+        (t("recovery"), fields_of::<RecoveryCut>()),
+        (t("recovery"), fields_of::<DeletedFile>()),
+        (t("recovery"), fields_of::<QueueTruncation>()),
+        (t("recovery"), fields_of::<IndexDrop>()),
         (t("info"), fields_of::<Info>()),
+        (t("info"), fields_of::<Geometry>()),
+        (t("info"), fields_of::<Sourced<u64>>()),
+        (t("info"), fields_of::<InfoCommitlog>()),
+        (t("info"), fields_of::<InfoFile>()),
+        (t("info"), fields_of::<InfoTopic>()),
+        (t("info"), fields_of::<InfoQueue>()),
+        (t("info"), fields_of::<InfoGroup>()),
+        (t("info"), fields_of::<InfoGroupLag>()),
+        (t("info"), fields_of::<InfoRetryDlq>()),
+        (t("info"), fields_of::<InfoTransactions>()),
+        (t("checkpoint"), fields_of::<CheckpointFields>()),
+        (t("index_header"), fields_of::<IndexGeometry>()),
+        (t("transaction"), fields_of::<HalfRecord>()),
         (t("info"), fields_of::<InfoGroupQueue>()),
         (t("info"), fields_of::<InfoIndexFile>()),
         (t("info"), fields_of::<InfoDelayLevel>()),
@@ -1304,9 +1431,11 @@ fn docs_name_every_field_of_every_type() {
         (sm("pending"), fields_of::<PendingSummary>()),
         (sm("rebuild"), fields_of::<RebuildSummary>()),
         (sm("repair"), fields_of::<RepairSummary>()),
+        (sm("repair"), fields_of::<RepairCut>()),
         (sm("export"), fields_of::<ExportSummary>()),
         (sm("replay"), fields_of::<ReplaySummary>()),
         (sm("replay"), fields_of::<ReplayOffset>()),
+        (sm("replay"), fields_of::<ReplayStats>()),
         (sm("gen"), fields_of::<GenSummary>()),
     ];
     let mut missing = Vec::new();
@@ -1342,5 +1471,51 @@ fn docs_name_every_field_of_every_type() {
         "summary",
     ] {
         section(&doc, &t(kind));
+    }
+}
+
+#[test]
+fn without_json_the_summary_of_a_stream_is_a_text_line_on_stderr() {
+    let store = fixture("store-4.9");
+    for args in [
+        vec!["dump", "commitlog", "--count", "3"],
+        vec![
+            "query",
+            "--topic",
+            "OrderTopic",
+            "--queue",
+            "0",
+            "--offset",
+            "0",
+        ],
+        vec![
+            "pull",
+            "--topic",
+            "OrderTopic",
+            "--group",
+            "OrderGroup",
+            "--queue",
+            "0",
+            "--from",
+            "first",
+        ],
+    ] {
+        let out = bin()
+            .arg(args[0])
+            .args(&args[1..])
+            .arg(&store)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            !stdout.lines().any(|l| l.starts_with("-- ")),
+            "{args:?}: {stdout}"
+        );
+        assert!(stdout.lines().count() > 1, "{args:?}: no messages");
+        assert!(
+            stderr.lines().filter(|l| l.starts_with("-- ")).count() >= 1,
+            "{args:?}: {stderr}"
+        );
     }
 }
