@@ -413,7 +413,7 @@ fn run_case(name: &str, src: &Path, t: Target, d: Damage, seed: u64) -> bool {
     );
     let findings: Vec<Value> = lines
         .iter()
-        .filter(|l| l.get("summary").is_none())
+        .filter(|l| l["type"] == "finding")
         .cloned()
         .collect();
     let named = match d {
@@ -441,7 +441,7 @@ fn run_case(name: &str, src: &Path, t: Target, d: Damage, seed: u64) -> bool {
         if matches!(d, Damage::Flip(_)) {
             let off_named = findings.iter().any(|x| {
                 x["file"].as_str() == Some(&file.display().to_string())
-                    && x["offset"].as_u64() == Some(at)
+                    && x["file_offset"].as_u64() == Some(at)
             });
             assert!(
                 off_named,

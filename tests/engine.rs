@@ -236,13 +236,22 @@ fn cli_summary(args: &[&str]) -> (Vec<Value>, Value) {
         "{args:?}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
+    // the messages on stdout; the queue's `pull` line and the summary on stderr
+    let msgs: Vec<Value> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let (last, msgs) = lines.split_last().unwrap();
-    (msgs.to_vec(), last["summary"].clone())
+    let side: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (last, pulls) = side.split_last().unwrap();
+    assert_eq!(last["type"], "summary");
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(pulls[0]["type"], "pull");
+    (msgs, pulls[0].clone())
 }
 
 #[test]
@@ -438,7 +447,19 @@ fn pending_on_oracle_stores() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let p: Value = serde_json::from_slice(&out.stdout).unwrap();
+        // a line per group, delay level and transaction, then the summary: gathered by type
+        let mut p = serde_json::json!({"groups": [], "delayed": [], "transactions": []});
+        for l in String::from_utf8(out.stdout).unwrap().lines() {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let key = match v["type"].as_str().unwrap() {
+                "group" => "groups",
+                "delay_level" => "delayed",
+                "transaction" => "transactions",
+                "summary" => continue,
+                t => panic!("{t}"),
+            };
+            p[key].as_array_mut().unwrap().push(v);
+        }
         let level = |l: i64| {
             p["delayed"]
                 .as_array()
@@ -995,7 +1016,8 @@ fn overlay_is_a_store_and_a_second_run_continues_it() {
         "--commit",
     ]);
     // "one", "two", "later" once delivered, and the fixture's own overdue delayed messages
-    assert_eq!(s["offset"], source_max);
+    assert_eq!(s["queue_offset"], source_max);
+    assert_eq!(s["committed_offset"], s["next_begin_offset"]);
     let max = s["max_offset"].as_i64().unwrap();
     assert!(max >= source_max + 3);
     assert_eq!(msgs.len() as i64, max - source_max);

@@ -36,16 +36,18 @@ fn run(args: &[&str]) -> (Vec<Value>, Value, String, i32) {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    // a report ends stdout with its summary; a stream of messages prints it on stderr
     let summary = match lines.last() {
-        Some(v) if v.get("summary").is_some() => lines.pop().unwrap()["summary"].clone(),
-        _ => Value::Null,
+        Some(v) if v["type"] == "summary" => lines.pop().unwrap(),
+        _ => stderr
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .rfind(|v| v["type"] == "summary")
+            .unwrap_or(Value::Null),
     };
-    (
-        lines,
-        summary,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
+    (lines, summary, stderr, out.status.code().unwrap_or(-1))
 }
 
 fn store_arg(dir: &Path) -> String {
@@ -63,7 +65,8 @@ fn b64(s: &str) -> Vec<u8> {
 }
 
 /// The keys of one message line, pinned: exactly these, plus `body_error` only when set.
-const MESSAGE_KEYS: [&str; 25] = [
+const MESSAGE_KEYS: [&str; 26] = [
+    "type",
     "file",
     "commitlog_offset",
     "size",
@@ -309,8 +312,11 @@ fn dump_commitlog_from_count_topic_and_one_file() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(text.lines().count(), 4, "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
     assert!(text.starts_with("      OFFSET"));
+    // the summary on stderr: stdout holds the messages only
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.starts_with("-- messages: 2"), "{err}");
 }
 
 #[test]
@@ -549,7 +555,7 @@ fn query_key_equals_java_query_message() {
                 assert!(err.contains(&format!("unknown topic {topic:?}")), "{err}");
                 continue;
             }
-            let broker: Vec<i64> = summary["broker_offsets"]
+            let broker: Vec<i64> = summary["commitlog_offsets"]
                 .as_array()
                 .unwrap()
                 .iter()
@@ -569,7 +575,7 @@ fn query_key_equals_java_query_message() {
                     "{name}"
                 );
                 assert_eq!(
-                    summary["index_last_update_phy_offset"], j["indexLastUpdatePhyoffset"],
+                    summary["index_last_update_commitlog_offset"], j["indexLastUpdatePhyoffset"],
                     "{name}"
                 );
             }
@@ -704,7 +710,7 @@ fn query_by_time_equals_get_offset_in_queue_by_time() {
             "--broker",
             "5",
         ]);
-        assert_eq!(summary["begin"], 1796073054160i64);
+        assert_eq!(summary["begin_timestamp"], 1796073054160i64);
         assert_eq!(summary["broker_rules"], "5.x");
         assert_eq!(summary["queues"][0]["offset_in_queue_by_time"], 142);
     }
@@ -880,7 +886,7 @@ fn dump_consumequeue_on_the_fixture() {
         );
         assert_eq!(u["pre_blank"], false);
     }
-    assert_eq!(summary["summary"]["queues"][0]["max_offset"], units.len());
+    assert_eq!(summary["queues"][0]["max_offset"], units.len());
     // --from/--count, and every queue of a topic
     let lines = fixture_json(&[
         "dump",
@@ -896,7 +902,7 @@ fn dump_consumequeue_on_the_fixture() {
     ]);
     let (summary, units) = lines.split_last().unwrap();
     assert_eq!(units.len(), 8);
-    assert_eq!(summary["summary"]["queues"].as_array().unwrap().len(), 4);
+    assert_eq!(summary["queues"].as_array().unwrap().len(), 4);
     assert!(units
         .iter()
         .all(|u| (5..7).contains(&u["queue_offset"].as_u64().unwrap())));
@@ -938,7 +944,7 @@ fn dump_index_on_the_fixture() {
             let n = e["entry"].as_u64().unwrap() as usize;
             let at = 40 + 64 * 4 + n * 20;
             assert_eq!(
-                e["phy_offset"].as_i64().unwrap(),
+                e["commitlog_offset"].as_i64().unwrap(),
                 i64::from_be_bytes(b[at + 4..at + 12].try_into().unwrap())
             );
             assert_eq!(
@@ -948,7 +954,7 @@ fn dump_index_on_the_fixture() {
         }
         total += entries.len();
     }
-    assert_eq!(lines.last().unwrap()["summary"]["entries"], total);
+    assert_eq!(lines.last().unwrap()["entries"], total);
     // one file, headers only, geometry inferred from the file itself
     let one = fixture_json(&[
         "dump",
@@ -983,9 +989,11 @@ fn dump_checkpoint_and_config_on_the_fixture() {
     assert!(text.contains("physicMsgTimestamp") && text.contains(&field(0).to_string()));
 
     let conf = fixture_json(&["dump", "config", &s, "--json"]);
+    assert_eq!(conf.last().unwrap()["type"], "summary");
     let by_file: BTreeMap<String, &Value> = conf
         .iter()
-        .map(|c| (c["file"].as_str().unwrap().to_string(), c))
+        .filter(|c| c["type"] == "config")
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c))
         .collect();
     let offsets = by_file["consumerOffset.json"];
     assert_eq!(offsets["source"], "main");
@@ -1026,7 +1034,10 @@ fn info_reports_counts_lag_delays_retries_and_transactions() {
             .get_output()
             .stdout
             .clone();
-        let v: Value = serde_json::from_slice(&out).unwrap();
+        // the `info` line, then the summary
+        let out = String::from_utf8(out).unwrap();
+        let v: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+        assert_eq!(v["type"], "info");
         let q = java_queries(&dir);
         let size = |topic: &str| -> i64 {
             q["queues"]
@@ -1054,7 +1065,7 @@ fn info_reports_counts_lag_delays_retries_and_transactions() {
                 .iter()
                 .map(|x| x["lag"].as_i64().unwrap())
                 .sum();
-            assert_eq!(g["lag_total"], sum);
+            assert_eq!(g["lag"], sum);
         }
         let group_a = v["group_lag"]
             .as_array()

@@ -67,8 +67,12 @@ fn rebuild_of_the_crashed_store_matches_java_recovery() {
         .stdout
         .clone();
     let s: serde_json::Value = serde_json::from_slice(&o).unwrap();
+    assert_eq!(
+        (&s["type"], &s["command"]),
+        (&"summary".into(), &"rebuild".into())
+    );
     let q = java_queries(&dir);
-    assert_eq!(s["end_offset"], q["maxPhyOffset"]);
+    assert_eq!(s["end_commitlog_offset"], q["maxPhyOffset"]);
     for jq in q["queues"].as_array().unwrap() {
         let d = out
             .join("consumequeue")
@@ -184,7 +188,9 @@ fn info(store: &Path) -> serde_json::Value {
         .get_output()
         .stdout
         .clone();
-    serde_json::from_slice(&o).unwrap()
+    // the `info` line, then the summary
+    let text = String::from_utf8(o).unwrap();
+    serde_json::from_str(text.lines().next().unwrap()).unwrap()
 }
 
 /// A store whose consume queues differ from what rebuild makes (one queue lost a file), plus the

@@ -70,13 +70,18 @@ fn verify_json(root: &Path, args: &[&str]) -> Run {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect();
     let (last, findings) = lines.split_last().expect("at least the summary line");
-    let summary = last["summary"].clone();
-    assert!(summary.is_object(), "last line is not the summary: {last}");
+    assert_eq!(
+        last["type"], "summary",
+        "last line is not the summary: {last}"
+    );
+    assert_eq!(last["command"], "verify");
+    let summary = last.clone();
     for f in findings {
-        for k in ["severity", "code", "file", "offset", "message"] {
+        assert_eq!(f["type"], "finding", "{f}");
+        for k in ["severity", "code", "file", "file_offset", "message"] {
             assert!(f.get(k).is_some(), "finding without {k}: {f}");
         }
-        assert!(f["offset"].is_u64(), "{f}");
+        assert!(f["file_offset"].is_u64(), "{f}");
         assert!(["error", "warning", "info"].contains(&f["severity"].as_str().unwrap()));
     }
     for k in ["errors", "warnings", "messages", "bytes"] {
@@ -98,8 +103,14 @@ fn explain_json(root: &Path) -> (i32, Value) {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    let v: Value = serde_json::from_str(text.trim()).unwrap();
-    (out.status.code().unwrap(), v["recovery"].clone())
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    assert_eq!(lines[0]["type"], "recovery");
+    assert_eq!(lines[1]["type"], "summary");
+    (out.status.code().unwrap(), lines[0].clone())
 }
 
 /// One record as the library reads it.
@@ -231,7 +242,7 @@ fn crashed_java_store_gets_the_recovery_java_did() {
     assert_eq!(java_max, 3581091);
     let (_, plan) = explain_json(&root);
     assert_eq!(plan["mode"], "abnormal");
-    assert_eq!(plan["cut"]["offset"].as_u64().unwrap(), java_max);
+    assert_eq!(plan["cut"]["commitlog_offset"].as_u64().unwrap(), java_max);
     assert_eq!(plan["cut"]["messages_dropped"], 0);
     assert_eq!(r.summary["recovery_cut"].as_u64().unwrap(), java_max);
     // the pre-allocated next file goes, the index file newer than the checkpoint goes
@@ -282,7 +293,7 @@ fn flipped_body_bit_is_a_crc_mismatch_at_its_record() {
     let crc = r.with_code("commitlog.crc_mismatch");
     assert_eq!(crc.len(), 1, "{:#?}", r.findings);
     assert!(same_file(crc[0], &rec.file));
-    assert_eq!(crc[0]["offset"].as_u64().unwrap(), rec.pos);
+    assert_eq!(crc[0]["file_offset"].as_u64().unwrap(), rec.pos);
     assert_eq!(crc[0]["severity"], "error");
     let action = crc[0]["broker_action"].as_str().unwrap();
     assert!(
@@ -296,7 +307,10 @@ fn flipped_body_bit_is_a_crc_mismatch_at_its_record() {
     let start =
         rmqstore::format::filename::name_to_offset(rec.file.file_name().unwrap().to_str().unwrap())
             .unwrap();
-    assert_eq!(plan["cut"]["offset"].as_u64().unwrap(), start + rec.pos);
+    assert_eq!(
+        plan["cut"]["commitlog_offset"].as_u64().unwrap(),
+        start + rec.pos
+    );
     assert_eq!(plan["cut"]["reason"], "crc_mismatch");
     assert_eq!(
         plan["cut"]["messages_dropped"].as_u64().unwrap(),
@@ -321,7 +335,7 @@ fn damage_outside_the_recovery_scan_is_kept_by_the_broker() {
     let crc = r.with_code("commitlog.crc_mismatch");
     assert_eq!(crc.len(), 1);
     assert!(same_file(crc[0], &rec.file));
-    assert_eq!(crc[0]["offset"].as_u64().unwrap(), rec.pos);
+    assert_eq!(crc[0]["file_offset"].as_u64().unwrap(), rec.pos);
     assert!(crc[0]["broker_action"]
         .as_str()
         .unwrap()
@@ -342,7 +356,7 @@ fn flipped_size_field_is_a_bad_record_and_recovery_drops_what_follows() {
     let bad = r.with_code("commitlog.bad_record");
     assert_eq!(bad.len(), 1, "{:#?}", r.findings);
     assert!(same_file(bad[0], &rec.file));
-    assert_eq!(bad[0]["offset"].as_u64().unwrap(), rec.pos);
+    assert_eq!(bad[0]["file_offset"].as_u64().unwrap(), rec.pos);
     let action = bad[0]["broker_action"].as_str().unwrap();
     assert!(
         action.contains(&format!("{later} later messages")),
@@ -373,14 +387,14 @@ fn truncated_last_file() {
     let size = r.with_code("commitlog.file_size");
     assert_eq!(size.len(), 1, "{:#?}", r.findings);
     assert!(same_file(size[0], &torn.file));
-    assert_eq!(size[0]["offset"].as_u64().unwrap(), cut);
+    assert_eq!(size[0]["file_offset"].as_u64().unwrap(), cut);
     assert!(size[0]["broker_action"]
         .as_str()
         .unwrap()
         .contains("does not start"));
     let bad = r.with_code("commitlog.bad_record");
     assert_eq!(bad.len(), 1, "{:#?}", r.findings);
-    assert_eq!(bad[0]["offset"].as_u64().unwrap(), torn.pos);
+    assert_eq!(bad[0]["file_offset"].as_u64().unwrap(), torn.pos);
     assert!(bad[0]["broker_action"]
         .as_str()
         .unwrap()
@@ -415,7 +429,7 @@ fn zeroed_page_in_the_middle_of_a_file() {
         .collect();
     let first = errs
         .iter()
-        .min_by_key(|f| f["offset"].as_u64().unwrap())
+        .min_by_key(|f| f["file_offset"].as_u64().unwrap())
         .unwrap();
     // The first damaged record is the one holding the page start when the page starts in its
     // header or body; when it starts in its properties (no CRC covers them) the damage shows at
@@ -425,7 +439,11 @@ fn zeroed_page_in_the_middle_of_a_file() {
     } else {
         file.iter().find(|r| r.pos >= page).unwrap().pos
     };
-    assert_eq!(first["offset"].as_u64().unwrap(), expected, "{errs:#?}");
+    assert_eq!(
+        first["file_offset"].as_u64().unwrap(),
+        expected,
+        "{errs:#?}"
+    );
     assert!(
         [
             "commitlog.crc_mismatch",
@@ -455,7 +473,7 @@ fn deleted_consume_queue_file() {
     let m = r.with_code("consumequeue.missing_unit");
     assert_eq!(m.len(), 1, "{:#?}", r.findings);
     assert!(same_file(m[0], &gone));
-    assert_eq!(m[0]["offset"], 0);
+    assert_eq!(m[0]["file_offset"], 0);
     assert!(m[0]["message"].as_str().unwrap().contains("OrderTopic/0"));
 }
 
@@ -473,14 +491,14 @@ fn consume_queue_unit_pointing_at_the_wrong_record() {
     assert!(!mm.is_empty(), "{:#?}", r.findings);
     let at5 = mm
         .iter()
-        .find(|f| f["offset"] == (5 * UNIT_SIZE) as u64)
+        .find(|f| f["file_offset"] == (5 * UNIT_SIZE) as u64)
         .unwrap();
     assert!(same_file(at5, &cq));
     assert!(at5["message"].as_str().unwrap().contains("queue offset 6"));
     // and the record at queue offset 5 has no unit now
     let missing = r.with_code("consumequeue.missing_unit");
     assert_eq!(missing.len(), 1);
-    assert_eq!(missing[0]["offset"], (5 * UNIT_SIZE) as u64);
+    assert_eq!(missing[0]["file_offset"], (5 * UNIT_SIZE) as u64);
 }
 
 #[test]
@@ -514,7 +532,7 @@ fn units_written_after_a_queue_ends_in_a_sparse_file() {
     let torn = r.with_code("consumequeue.torn");
     assert_eq!(torn.len(), 1, "{:#?}", r.findings);
     assert!(same_file(torn[0], &last));
-    assert_eq!(torn[0]["offset"], stray as u64);
+    assert_eq!(torn[0]["file_offset"], stray as u64);
     assert!(torn[0]["message"]
         .as_str()
         .unwrap()
@@ -536,7 +554,7 @@ fn corrupt_consumer_offsets_with_a_good_backup() {
     assert_eq!(w.len(), 1);
     assert_eq!(w[0]["severity"], "warning");
     assert!(same_file(w[0], &main));
-    assert!(w[0]["offset"].as_u64().unwrap() > 0);
+    assert!(w[0]["file_offset"].as_u64().unwrap() > 0);
     let s = verify_json(&root, &["--strict"]);
     assert_eq!(s.code, 1);
     assert_eq!(s.summary["healthy"], false);
@@ -551,7 +569,7 @@ fn abort_file_means_an_unclean_shutdown() {
     let a = r.with_code("store.abort_present");
     assert_eq!(a.len(), 1);
     assert!(same_file(a[0], &root.join("abort")));
-    assert_eq!(a[0]["offset"], 0);
+    assert_eq!(a[0]["file_offset"], 0);
     assert_eq!(r.summary["recovery_mode"], "abnormal");
     assert_eq!(verify_json(&root, &["--strict"]).code, 1);
     let (_, plan) = explain_json(&root);
@@ -624,7 +642,7 @@ fn same_uniq_key_at_two_offsets_is_reported_as_info() {
     assert_eq!(d.len(), 1, "{:#?}", r.findings);
     assert_eq!(d[0]["severity"], "info");
     assert!(same_file(d[0], &b.file));
-    assert_eq!(d[0]["offset"].as_u64().unwrap(), b.pos);
+    assert_eq!(d[0]["file_offset"].as_u64().unwrap(), b.pos);
     assert!(d[0]["message"]
         .as_str()
         .unwrap()
@@ -811,7 +829,10 @@ fn regression_13_summary_and_recovery_explanation_agree() {
             "{what}"
         );
         assert_eq!(r.summary["recovery_mode"], plan["mode"], "{what}");
-        assert_eq!(r.summary["recovery_cut"], plan["cut"]["offset"], "{what}");
+        assert_eq!(
+            r.summary["recovery_cut"], plan["cut"]["commitlog_offset"],
+            "{what}"
+        );
         let human =
             String::from_utf8(bin().arg("verify").arg(&root).output().unwrap().stdout).unwrap();
         let refuses = !plan["refuses_to_start"].as_array().unwrap().is_empty();

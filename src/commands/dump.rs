@@ -7,8 +7,9 @@
 //! - `dump index <STORE|FILE>`: index file headers and entries.
 //! - `dump checkpoint <STORE>`, `dump config <STORE>`.
 //!
-//! JSON Lines: one object per record, then a last line `{"summary":{...}}`. Notes (a limit that
-//! cut the output short, a file that does not parse) go to stderr. A closed pipe ends quietly.
+//! JSON Lines (docs/json.md): one object per record, each with its `type`, then a `summary` line
+//! (on stderr for `dump commitlog`, whose stdout holds the messages only). Notes (a limit that cut
+//! the output short, a file that does not parse) go to stderr. A closed pipe ends quietly.
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
@@ -82,7 +83,7 @@ pub struct CommitlogArgs {
     /// How to print bodies (compressed bodies are shown decompressed).
     #[arg(long, value_enum, default_value_t)]
     pub body: BodyMode,
-    /// JSON Lines: one object per message, then `{"summary":{...}}`.
+    /// JSON Lines: one object per message, then a `summary` on stderr.
     #[arg(long, short = 'J')]
     pub json: bool,
     #[command(flatten)]
@@ -107,7 +108,7 @@ pub struct ConsumeQueueArgs {
     /// Print at most N units per queue.
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
-    /// JSON Lines: one object per record, then `{"summary":{...}}`.
+    /// JSON Lines: one object per record, then a `summary`.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -121,7 +122,7 @@ pub struct IndexArgs {
     /// Only the 40-byte headers.
     #[arg(long)]
     pub header_only: bool,
-    /// JSON Lines: one object per record, then `{"summary":{...}}`.
+    /// JSON Lines: one object per record, then a `summary`.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
@@ -132,7 +133,7 @@ pub struct IndexArgs {
 pub struct CheckpointArgs {
     /// The store root (or the checkpoint file).
     pub store: PathBuf,
-    /// One JSON object.
+    /// JSON Lines: the `checkpoint` object, then a `summary`.
     #[arg(long)]
     pub json: bool,
 }
@@ -141,7 +142,8 @@ pub struct CheckpointArgs {
 pub struct ConfigArgs {
     /// The store root.
     pub store: PathBuf,
-    /// JSON Lines: one object per config file (`file`, `source`, `content`).
+    /// JSON Lines: one `config` object per config file (`name`, `file`, `source`, `content`),
+    /// then a `summary`.
     #[arg(long)]
     pub json: bool,
 }
@@ -209,11 +211,37 @@ impl<'w> MessagePrinter<'w> {
         Ok(())
     }
 
-    /// The last line: `{"summary":{...}}` in JSON, `-- key: value, ...` in text; on stderr
-    /// after `--format` lines, so that stdout holds only what the template asked for.
-    pub(crate) fn summary(&mut self, summary: Value) -> anyhow::Result<()> {
+    /// The closing summary, on stderr so that stdout holds the messages only:
+    /// `{"type":"summary","command":command,...}` in JSON, `-- key: value, ...` in text.
+    pub(crate) fn summary(&mut self, command: &'static str, summary: Value) -> anyhow::Result<()> {
+        self.side_line("summary", Some(command), summary)
+    }
+
+    /// A line about the messages rather than a message (a pull's answer, the summary): on
+    /// stderr, as a JSON line of type `kind` (with `command` first for a summary) or as text.
+    pub(crate) fn side_line(
+        &mut self,
+        kind: &'static str,
+        command: Option<&'static str>,
+        fields: Value,
+    ) -> anyhow::Result<()> {
+        self.out.flush()?;
+        let mut err = std::io::stderr().lock();
+        self.write_side(&mut err, kind, command, fields)
+    }
+
+    fn write_side(
+        &self,
+        out: &mut dyn Write,
+        kind: &'static str,
+        command: Option<&'static str>,
+        summary: Value,
+    ) -> anyhow::Result<()> {
         if matches!(self.style, Style::Json) {
-            json_line(self.out, &json!({ "summary": summary }))?;
+            match command {
+                Some(c) => output::summary_line(out, c, &summary)?,
+                None => output::typed_line(out, kind, &summary)?,
+            }
         } else {
             let parts: Vec<String> = match &summary {
                 Value::Object(m) => m
@@ -226,11 +254,7 @@ impl<'w> MessagePrinter<'w> {
                     .collect(),
                 other => vec![other.to_string()],
             };
-            if matches!(self.style, Style::Line(_)) {
-                eprintln!("-- {}", parts.join(", "));
-            } else {
-                writeln!(self.out, "-- {}", parts.join(", "))?;
-            }
+            writeln!(out, "-- {}", parts.join(", "))?;
         }
         Ok(())
     }
@@ -406,12 +430,15 @@ fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatu
         more,
         problems,
     } = walked?;
-    printer.summary(json!({
-        "messages": printer.printed(),
-        "files": files,
-        "truncated": more,
-        "problems": problems.len(),
-    }))?;
+    printer.summary(
+        "dump commitlog",
+        json!({
+            "messages": printer.printed(),
+            "files": files,
+            "truncated": more,
+            "problems": problems.len(),
+        }),
+    )?;
     printer.out.flush()?;
     if more {
         output::note_truncated(&format!(
@@ -675,8 +702,9 @@ fn consumequeue(a: &ConsumeQueueArgs, out: &mut dyn Write) -> anyhow::Result<Exi
             let stale = !pre_blank && u.offset < cl_min;
             let r = if a.json {
                 let file = file_of(cq, q);
-                json_line(
+                output::typed_line(
                     out,
+                    "unit",
                     &UnitJson {
                         topic: &cq.topic,
                         queue_id: cq.queue_id,
@@ -726,7 +754,7 @@ fn consumequeue(a: &ConsumeQueueArgs, out: &mut dyn Write) -> anyhow::Result<Exi
         }));
     }
     if a.json {
-        json_line(out, &json!({ "summary": { "queues": summary } }))?;
+        output::summary_line(out, "dump consumequeue", &json!({ "queues": summary }))?;
     }
     out.flush()?;
     if !truncated.is_empty() {
@@ -757,10 +785,10 @@ struct EntryJson<'a> {
     entry: u32,
     slot: u32,
     key_hash: i32,
-    phy_offset: i64,
+    commitlog_offset: i64,
     time_diff: i32,
     /// `beginTimestamp + time_diff * 1000`, as the lookup computes it.
-    time: i64,
+    store_timestamp: i64,
     prev: i32,
 }
 
@@ -794,8 +822,9 @@ fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             None => file_geometry(&map, &inputs, &flags),
         };
         if a.json {
-            json_line(
+            output::typed_line(
                 out,
+                "index_header",
                 &json!({
                     "file": name, "size": map.len(), "header": header,
                     "entries": (header.index_count as i64 - 1).max(0),
@@ -863,16 +892,17 @@ fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 .wrapping_add(i64::from(e.time_diff).wrapping_mul(1000));
             let slot = slot_of(e.key_hash, g.slots);
             if a.json {
-                json_line(
+                output::typed_line(
                     out,
+                    "index_entry",
                     &EntryJson {
                         file: &name,
                         entry: n,
                         slot,
                         key_hash: e.key_hash,
-                        phy_offset: e.phy_offset,
+                        commitlog_offset: e.phy_offset,
                         time_diff: e.time_diff,
-                        time,
+                        store_timestamp: time,
                         prev: e.prev,
                     },
                 )?;
@@ -892,9 +922,10 @@ fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         }
     }
     if a.json {
-        json_line(
+        output::summary_line(
             out,
-            &json!({ "summary": { "files": files.len(), "entries": entries_total } }),
+            "dump index",
+            &json!({ "files": files.len(), "entries": entries_total }),
         )?;
     }
     Ok(status)
@@ -939,8 +970,9 @@ fn checkpoint(a: &CheckpointArgs, out: &mut dyn Write) -> anyhow::Result<ExitSta
     )?;
     let cp = Checkpoint::from_bytes(&bytes).map_err(|e| e.in_file(&path, 0))?;
     if a.json {
-        json_line(
+        output::typed_line(
             out,
+            "checkpoint",
             &json!({
                 "file": path.display().to_string(),
                 "size": bytes.len(),
@@ -948,11 +980,12 @@ fn checkpoint(a: &CheckpointArgs, out: &mut dyn Write) -> anyhow::Result<ExitSta
                 "logics_msg_timestamp": cp.logics_msg_timestamp,
                 "index_msg_timestamp": cp.index_msg_timestamp,
                 "master_flushed_offset": cp.master_flushed_offset,
-                "confirm_phy_offset": cp.confirm_phy_offset,
+                "confirm_commitlog_offset": cp.confirm_phy_offset,
                 "min_timestamp": cp.min_timestamp(),
                 "min_timestamp_index": cp.min_timestamp_index(),
             }),
         )?;
+        output::summary_line(out, "dump checkpoint", &json!({ "files": 1 }))?;
     } else {
         writeln!(out, "{} ({} bytes)", path.display(), bytes.len())?;
         for (name, v, is_time) in [
@@ -1017,8 +1050,9 @@ fn source_text(s: &ConfigSource) -> (&'static str, Option<String>) {
 fn config_json<T: ConfigFile>(l: &Loaded<T>) -> Value {
     let (source, reason) = source_text(&l.source);
     json!({
-        "file": T::FILE_NAME,
-        "path": l.path.display().to_string(),
+        "type": "config",
+        "name": T::FILE_NAME,
+        "file": l.path.display().to_string(),
         "source": source,
         "reason": reason,
         "content": to_json_value(&l.value.to_json()),
@@ -1065,6 +1099,23 @@ fn config(a: &ConfigArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         json_line(out, &config_json(&delay))?;
         json_line(out, &config_json(&topics))?;
         json_line(out, &config_json(&groups))?;
+        let sources = [
+            &offsets.source,
+            &delay.source,
+            &topics.source,
+            &groups.source,
+        ];
+        let count = |f: fn(&ConfigSource) -> bool| sources.iter().filter(|s| f(s)).count();
+        output::summary_line(
+            out,
+            "dump config",
+            &json!({
+                "files": sources.len(),
+                "missing": count(|s| matches!(s, ConfigSource::Missing)),
+                "from_backup": count(|s| matches!(s, ConfigSource::Backup { .. })),
+                "empty": count(|s| matches!(s, ConfigSource::Empty { .. })),
+            }),
+        )?;
         return Ok(status);
     }
     config_heading(out, &offsets)?;

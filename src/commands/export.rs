@@ -86,8 +86,9 @@ pub struct ExportJson {
     pub resend_topic: String,
     pub resend_queue_id: i32,
     pub origin_message_id: Option<String>,
+    /// When a delayed message is due (epoch ms).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub due: Option<i64>,
+    pub due_timestamp: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transaction_state: Option<HalfState>,
 }
@@ -123,7 +124,7 @@ fn write_lines(
             resend_topic: item.resend_topic.clone(),
             resend_queue_id: item.resend_queue_id,
             origin_message_id: item.origin_message_id.clone(),
-            due: item.due,
+            due_timestamp: item.due,
             transaction_state: item.transaction_state,
         };
         json_line(out, &line)?;
@@ -240,13 +241,15 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             plan.unreadable
         );
     }
-    if a.out.as_os_str() == "-" {
+    if a.out.as_os_str() == "-" && a.json {
+        super::output::summary_line(&mut std::io::stderr().lock(), "export", &summary)?;
+    } else if a.out.as_os_str() == "-" {
         eprintln!(
             "rmqstore: exported {written} message(s) of group {}",
             plan.group
         );
     } else if a.json {
-        json_line(out, &json!({ "summary": summary }))?;
+        super::output::summary_line(out, "export", &summary)?;
     } else {
         writeln!(
             out,

@@ -68,7 +68,7 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     if a.json {
-        output::json_line(out, &summary)?;
+        output::summary_line(out, "gen", &summary)?;
     } else {
         writeln!(
             out,

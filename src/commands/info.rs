@@ -34,7 +34,7 @@ pub struct InfoArgs {
     pub store: PathBuf,
     #[command(flatten)]
     pub geometry: GeometryArgs,
-    /// Print one JSON object.
+    /// JSON Lines: the `info` object, then a `summary`.
     #[arg(long)]
     pub json: bool,
 }
@@ -74,8 +74,8 @@ pub struct DelayLevelInfo {
     pub delay_ms: Option<i64>,
     /// `SCHEDULE_TOPIC_XXXX` queue id (`level - 1`).
     pub queue_id: i32,
-    /// Next offset to deliver from `delayOffset.json` (absent: the broker starts at 0).
-    pub offset: Option<i64>,
+    /// Next queue offset to deliver, from `delayOffset.json` (null: the broker starts at 0).
+    pub delay_offset: Option<i64>,
     pub min_offset: u64,
     pub max_offset: u64,
     /// `max_offset` minus the offset (clamped to the queue's range, as the broker's load does).
@@ -143,13 +143,14 @@ pub struct GroupInfo {
     pub topic: String,
     pub queues: Vec<GroupQueueInfo>,
     /// Sum of the queues' lag.
-    pub lag_total: i64,
+    pub lag: i64,
 }
 
 #[derive(Debug, Serialize)]
 pub struct GroupQueueInfo {
     pub queue_id: i32,
-    pub offset: i64,
+    /// The group's committed offset.
+    pub committed_offset: i64,
     pub max_offset: u64,
     pub lag: i64,
 }
@@ -161,8 +162,17 @@ pub struct IndexFileInfo {
     pub entries: i64,
     pub begin_timestamp: i64,
     pub end_timestamp: i64,
-    pub begin_phy_offset: i64,
-    pub end_phy_offset: i64,
+    pub begin_commitlog_offset: i64,
+    pub end_commitlog_offset: i64,
+}
+
+/// The summary line of `info --json`.
+#[derive(Debug, Serialize)]
+struct InfoSummary {
+    topics: usize,
+    consumer_groups: usize,
+    index_files: usize,
+    notes: usize,
 }
 
 /// Gather the overview.
@@ -259,7 +269,7 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
                     };
                     qs.push(GroupQueueInfo {
                         queue_id: qid,
-                        offset,
+                        committed_offset: offset,
                         max_offset: max,
                         lag: (max as i64).saturating_sub(offset).max(0),
                     });
@@ -268,7 +278,7 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
                 consumer_groups.push(GroupInfo {
                     group: group.to_string(),
                     topic: topic.to_string(),
-                    lag_total: qs.iter().fold(0i64, |a, q| a.saturating_add(q.lag)),
+                    lag: qs.iter().fold(0i64, |a, q| a.saturating_add(q.lag)),
                     queues: qs,
                 });
             }
@@ -290,8 +300,8 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
                 entries: (h.index_count as i64 - 1).max(0),
                 begin_timestamp: h.begin_timestamp,
                 end_timestamp: h.end_timestamp,
-                begin_phy_offset: h.begin_phy_offset,
-                end_phy_offset: h.end_phy_offset,
+                begin_commitlog_offset: h.begin_phy_offset,
+                end_commitlog_offset: h.end_phy_offset,
             }),
             Err(e) => notes.push(e.in_file(p, 0).to_string()),
         }
@@ -346,12 +356,12 @@ fn group_lags(groups: &[GroupInfo]) -> Vec<GroupLag> {
         match out.iter_mut().find(|x| x.group == g.group) {
             Some(x) => {
                 x.topics += 1;
-                x.lag = x.lag.saturating_add(g.lag_total);
+                x.lag = x.lag.saturating_add(g.lag);
             }
             None => out.push(GroupLag {
                 group: g.group.clone(),
                 topics: 1,
-                lag: g.lag_total,
+                lag: g.lag,
             }),
         }
     }
@@ -395,7 +405,7 @@ fn delayed_pending(
                 level,
                 delay_ms: store.geometry.delay_millis(level),
                 queue_id: q.queue_id,
-                offset,
+                delay_offset: offset,
                 min_offset: q.min_offset,
                 max_offset: q.max_offset,
                 pending: q.max_offset.saturating_sub(from),
@@ -518,7 +528,17 @@ pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     let info = gather(&store)?;
     if a.json {
-        output::json_line(out, &info)?;
+        output::typed_line(out, "info", &info)?;
+        output::summary_line(
+            out,
+            "info",
+            &InfoSummary {
+                topics: info.topics.len(),
+                consumer_groups: info.consumer_groups.len(),
+                index_files: info.index_files.len(),
+                notes: info.notes.len(),
+            },
+        )?;
     } else {
         print_human(&info, out)?;
     }
@@ -585,7 +605,7 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
                 writeln!(
                     out,
                     "{:<24} {:<32} {:>5} {:>12} {:>12} {:>10}",
-                    g.group, g.topic, q.queue_id, q.offset, q.max_offset, q.lag
+                    g.group, g.topic, q.queue_id, q.committed_offset, q.max_offset, q.lag
                 )?;
             }
         }
@@ -620,7 +640,7 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
                 "{:>11} {:>10} {:>10} {:>10} {:>10}",
                 d.level,
                 d.delay_ms.map(format_delay).unwrap_or_else(|| "?".into()),
-                d.offset
+                d.delay_offset
                     .map(|o| o.to_string())
                     .unwrap_or_else(|| "-".into()),
                 d.max_offset,

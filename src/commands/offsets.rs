@@ -14,7 +14,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use super::names;
-use super::output::{json_line, parse_time_arg};
+use super::output::{parse_time_arg, summary_line, typed_line};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::offset_admin::{self, OffsetPlan, QueueChange, Target};
@@ -53,7 +53,7 @@ pub struct ShowArgs {
     /// Only this topic.
     #[arg(long, short = 't', value_name = "T")]
     pub topic: Option<String>,
-    /// JSON Lines: one object per queue.
+    /// JSON Lines: one `queue_offset` per queue, then a summary.
     #[arg(long, short = 'J')]
     pub json: bool,
 }
@@ -70,7 +70,7 @@ pub struct ApplyArgs {
     /// Write the change (without it, only the plan is printed).
     #[arg(long)]
     pub apply: bool,
-    /// The plan as JSON Lines: one object per queue, then a summary.
+    /// The plan as JSON Lines: one `offset_change` per queue, then a summary.
     #[arg(long, short = 'J')]
     pub json: bool,
 }
@@ -127,6 +127,18 @@ pub struct DeleteArgs {
     pub apply: ApplyArgs,
 }
 
+/// The closing line of `--json`.
+#[derive(Debug, Serialize)]
+struct OffsetsSummary {
+    action: &'static str,
+    queues: usize,
+    /// `show`: the lag of the queues shown.
+    lag: Option<i64>,
+    redelivered: i64,
+    skipped: i64,
+    applied: bool,
+}
+
 /// One queue of `show`.
 #[derive(Debug, Serialize)]
 struct QueueOffset {
@@ -168,7 +180,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             "this store's consume queues or config/topics.json",
         )
     };
-    let (plan, apply) = match &a.action {
+    let (action, plan, apply) = match &a.action {
         OffsetsAction::Show(s) => {
             if let Some(g) = &s.group {
                 known_group(g)?;
@@ -197,7 +209,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             if plan.changes.is_empty() {
                 anyhow::bail!("topic {} has no queues to set offsets on", s.topic);
             }
-            (plan, &s.apply)
+            ("set", plan, &s.apply)
         }
         OffsetsAction::Clone(c) => {
             known_group(&c.from)?;
@@ -205,6 +217,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 known_topic(t)?;
             }
             (
+                "clone",
                 offset_admin::plan_clone(&store, &table, &c.from, &c.to, c.topic.as_deref())?,
                 &c.apply,
             )
@@ -215,12 +228,13 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 known_topic(t)?;
             }
             (
+                "delete",
                 offset_admin::plan_delete(&store, &table, &d.group, d.topic.as_deref())?,
                 &d.apply,
             )
         }
     };
-    print_plan(&plan, apply, out)?;
+    print_plan(action, &plan, apply, out)?;
     let Some(lock) = lock.filter(|_| !plan.is_empty()) else {
         return Ok(ExitStatus::Success);
     };
@@ -270,8 +284,20 @@ fn show(
     rows.sort_by(|a, b| (&a.group, &a.topic, a.queue_id).cmp(&(&b.group, &b.topic, b.queue_id)));
     if s.json {
         for r in &rows {
-            json_line(out, r)?;
+            typed_line(out, "queue_offset", r)?;
         }
+        summary_line(
+            out,
+            "offsets",
+            &OffsetsSummary {
+                action: "show",
+                queues: rows.len(),
+                lag: Some(rows.iter().map(|r| r.lag).sum()),
+                redelivered: 0,
+                skipped: 0,
+                applied: false,
+            },
+        )?;
         return Ok(ExitStatus::Success);
     }
     writeln!(
@@ -289,19 +315,29 @@ fn show(
     Ok(ExitStatus::Success)
 }
 
-fn print_plan(plan: &OffsetPlan, a: &ApplyArgs, out: &mut dyn Write) -> anyhow::Result<()> {
+fn print_plan(
+    action: &'static str,
+    plan: &OffsetPlan,
+    a: &ApplyArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let redelivered: i64 = plan.changes.iter().map(|c| c.redelivered).sum();
     let skipped: i64 = plan.changes.iter().map(|c| c.skipped).sum();
     if a.json {
         for c in &plan.changes {
-            json_line(out, c)?;
+            typed_line(out, "offset_change", c)?;
         }
-        json_line(
+        summary_line(
             out,
-            &serde_json::json!({ "summary": {
-                "queues": plan.changes.len(), "redelivered": redelivered, "skipped": skipped,
-                "applied": a.apply && !plan.is_empty(),
-            }}),
+            "offsets",
+            &OffsetsSummary {
+                action,
+                queues: plan.changes.len(),
+                lag: None,
+                redelivered,
+                skipped,
+                applied: a.apply && !plan.is_empty(),
+            },
         )?;
         return Ok(());
     }

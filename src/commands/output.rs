@@ -21,6 +21,41 @@ pub fn json_line<T: Serialize>(out: &mut dyn Write, v: &T) -> anyhow::Result<()>
     Ok(())
 }
 
+/// Print one value as a JSON line whose first field is `"type": kind` (the rest are the fields of
+/// `v`, which must serialize as an object). Every `--json` line is built this way or carries its
+/// own `type` field (docs/json.md).
+pub fn typed_line<T: Serialize + ?Sized>(
+    out: &mut dyn Write,
+    kind: &'static str,
+    v: &T,
+) -> anyhow::Result<()> {
+    json_line(out, &Typed { kind, v })
+}
+
+/// The closing line of a command: `{"type":"summary","command":command, ...fields of v}`.
+pub fn summary_line<T: Serialize + ?Sized>(
+    out: &mut dyn Write,
+    command: &'static str,
+    v: &T,
+) -> anyhow::Result<()> {
+    #[derive(Serialize)]
+    struct Summary<'a, T: ?Sized> {
+        command: &'static str,
+        #[serde(flatten)]
+        v: &'a T,
+    }
+    typed_line(out, "summary", &Summary { command, v })
+}
+
+/// A value with a `type` field in front of its own fields.
+#[derive(Serialize)]
+pub struct Typed<'a, T: ?Sized> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    #[serde(flatten)]
+    pub v: &'a T,
+}
+
 /// A progress bar on stderr when it is a terminal, hidden otherwise.
 pub fn progress(len: u64, what: &str) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {

@@ -4,7 +4,8 @@
 //! offset), retries parked in `SCHEDULE_TOPIC_XXXX` for `%RETRY%<group>` and when each is due,
 //! the DLQ size. For the store: delayed messages per delay level past `delayOffset.json` with
 //! their due times, and undecided transactions (ENGINE.md 8's final-state view). Nothing is
-//! written. `--json` prints one JSON object.
+//! written. `--json` prints JSON Lines (docs/json.md): a `group` per group, a `delay_level` per
+//! level, a `transaction` per undecided transaction, then the `summary`.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -14,7 +15,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::names;
-use super::output::{format_time, json_line, parse_time_arg};
+use super::output::{format_time, parse_time_arg, summary_line, typed_line};
 use super::pull::{open_engine, EngineArgs};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
@@ -62,11 +63,23 @@ pub struct Pending {
     pub transactions: Vec<PendingTransaction>,
 }
 
+/// The summary line of `pending --json`.
+#[derive(Debug, Serialize)]
+struct PendingSummary {
+    now_timestamp: i64,
+    groups: usize,
+    lag: i64,
+    delay_levels: usize,
+    delayed_pending: usize,
+    transactions: usize,
+}
+
 #[derive(Debug, Serialize)]
 pub struct GroupPending {
     pub group: String,
     pub queues: Vec<QueuePending>,
-    pub unconsumed: i64,
+    /// Messages not yet consumed, over every queue.
+    pub lag: i64,
     /// Retries parked until they are due, earliest first.
     pub retries_waiting: Vec<DelayedMessage>,
     pub dlq_topic: String,
@@ -78,24 +91,24 @@ pub struct QueuePending {
     pub topic: String,
     pub queue_id: i32,
     /// -1: no committed offset.
-    pub committed: i64,
+    pub committed_offset: i64,
     pub min_offset: i64,
     pub max_offset: i64,
-    pub unconsumed: i64,
+    pub lag: i64,
 }
 
 #[derive(Debug, Serialize)]
 pub struct LevelPending {
     pub level: i32,
     pub delay_ms: Option<i64>,
-    /// Next offset to deliver (`delayOffset.json`, clamped).
-    pub offset: i64,
+    /// Next queue offset to deliver (`delayOffset.json`, clamped).
+    pub delay_offset: i64,
     pub max_offset: i64,
     pub pending: usize,
     /// Messages due at or before now.
     pub due_now: usize,
-    pub next_due: Option<i64>,
-    pub last_due: Option<i64>,
+    pub next_due_timestamp: Option<i64>,
+    pub last_due_timestamp: Option<i64>,
     pub messages: Vec<DelayedMessage>,
     /// Messages not listed (without --all).
     pub not_listed: usize,
@@ -164,10 +177,10 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> anyhow::Result
                 queues.push(QueuePending {
                     topic: t.clone(),
                     queue_id: q,
-                    committed,
+                    committed_offset: committed,
                     min_offset: min,
                     max_offset: max,
-                    unconsumed: (max - from).max(0),
+                    lag: (max - from).max(0),
                 });
             }
         }
@@ -194,7 +207,7 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> anyhow::Result
         retries_waiting.sort_by_key(|d| (d.due, d.commitlog_offset));
         groups.push(GroupPending {
             group: g,
-            unconsumed: queues.iter().map(|q| q.unconsumed).sum(),
+            lag: queues.iter().map(|q| q.lag).sum(),
             queues,
             retries_waiting,
             dlq_topic: dlq,
@@ -220,12 +233,12 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> anyhow::Result
         delayed.push(LevelPending {
             level,
             delay_ms: engine.source().geometry.delay_millis(level),
-            offset: engine.delay_offset(level),
+            delay_offset: engine.delay_offset(level),
             max_offset: max,
             pending: mine.len(),
             due_now: mine.iter().filter(|d| d.due <= now).count(),
-            next_due: mine.iter().map(|d| d.due).min(),
-            last_due: mine.iter().map(|d| d.due).max(),
+            next_due_timestamp: mine.iter().map(|d| d.due).min(),
+            last_due_timestamp: mine.iter().map(|d| d.due).max(),
             not_listed: mine.len().saturating_sub(limit),
             messages: mine.into_iter().take(limit).cloned().collect(),
         });
@@ -258,7 +271,27 @@ pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     )?;
     let p = pending(&engine, a.group.as_deref(), a.all)?;
     if a.json {
-        json_line(out, &p)?;
+        for g in &p.groups {
+            typed_line(out, "group", g)?;
+        }
+        for l in &p.delayed {
+            typed_line(out, "delay_level", l)?;
+        }
+        for t in &p.transactions {
+            typed_line(out, "transaction", t)?;
+        }
+        summary_line(
+            out,
+            "pending",
+            &PendingSummary {
+                now_timestamp: p.now,
+                groups: p.groups.len(),
+                lag: p.groups.iter().map(|g| g.lag).sum(),
+                delay_levels: p.delayed.len(),
+                delayed_pending: p.delayed.iter().map(|l| l.pending).sum(),
+                transactions: p.transactions.len(),
+            },
+        )?;
         return Ok(ExitStatus::Success);
     }
     print_human(&p, out)?;
@@ -290,7 +323,7 @@ fn print_human(p: &Pending, out: &mut dyn Write) -> anyhow::Result<()> {
             out,
             "\ngroup {}: {} unconsumed, {} retries waiting, {} in {}",
             g.group,
-            g.unconsumed,
+            g.lag,
             g.retries_waiting.len(),
             g.dlq_messages,
             g.dlq_topic
@@ -299,7 +332,7 @@ fn print_human(p: &Pending, out: &mut dyn Write) -> anyhow::Result<()> {
             writeln!(
                 out,
                 "  {:<32} {:>3}  committed {:>8}  min {:>8}  max {:>8}  unconsumed {:>6}",
-                q.topic, q.queue_id, q.committed, q.min_offset, q.max_offset, q.unconsumed
+                q.topic, q.queue_id, q.committed_offset, q.min_offset, q.max_offset, q.lag
             )?;
         }
         for r in &g.retries_waiting {
@@ -322,11 +355,11 @@ fn print_human(p: &Pending, out: &mut dyn Write) -> anyhow::Result<()> {
             "  level {:>2} ({}): offset {} of {}, {} pending, {} due now{}",
             l.level,
             l.delay_ms.map(span).unwrap_or_else(|| "?".into()),
-            l.offset,
+            l.delay_offset,
             l.max_offset,
             l.pending,
             l.due_now,
-            match (l.next_due, l.last_due) {
+            match (l.next_due_timestamp, l.last_due_timestamp) {
                 (Some(a), Some(b)) => format!(", due {} .. {}", format_time(a), format_time(b)),
                 _ => String::new(),
             }

@@ -4,10 +4,10 @@
 //! The start offset is `--offset N`, or `--from first|last|TIME` (the queue's min offset, its
 //! max offset, or the broker's `getOffsetInQueueByTime`), or else the group's committed offset
 //! (a group without one starts where the broker tells a new push consumer to start,
-//! ENGINE.md 4.1/4.4). Output is the `dump` message shape (table or JSON Lines), each queue's
-//! messages followed by a summary line
-//! `{"summary":{"status","next_begin_offset","min_offset","max_offset",...}}`; without
-//! `--queue` every queue of the topic is pulled in turn. Tag filters are applied as the broker
+//! ENGINE.md 4.1/4.4). Output is the `dump` message shape (table or JSON Lines) on stdout; each
+//! queue's answer (`{"type":"pull","status","next_begin_offset","min_offset","max_offset",...}`)
+//! and the closing summary go to stderr (docs/json.md); without `--queue` every queue of the
+//! topic is pulled in turn. Tag filters are applied as the broker
 //! and then the client apply them (hash code, then tag string); SQL92 on the broker.
 //! `--commit` stores `next_begin_offset` as the group's offset in the overlay.
 //! Exit status 1 when no message was returned.
@@ -89,7 +89,7 @@ pub struct PullArgs {
     /// How to print bodies (compressed bodies are shown decompressed).
     #[arg(long, value_enum, default_value_t)]
     pub body: BodyMode,
-    /// JSON Lines: each queue's messages, then its `{"summary":{...}}`.
+    /// JSON Lines: each queue's messages on stdout; its `pull` answer and the summary on stderr.
     #[arg(long, short = 'J')]
     pub json: bool,
     #[command(flatten)]
@@ -243,6 +243,7 @@ fn pull_queues(
 ) -> anyhow::Result<u64> {
     let mut printer = MessagePrinter::new(out, Style::from_flags(a.json, &a.lines)?, a.body);
     let mut total = 0u64;
+    let mut filtered = 0u64;
     for &q in queues {
         let (min, max) = engine.queue_bounds(&a.topic, q);
         let offset = match (&a.offset, a.from.as_deref()) {
@@ -282,19 +283,33 @@ fn pull_queues(
         if a.commit {
             engine.commit_offset(&a.group, &a.topic, q, r.next_begin_offset);
         }
-        printer.summary(json!({
-            "status": r.status.as_str(),
-            "next_begin_offset": r.next_begin_offset,
-            "min_offset": r.min_offset,
-            "max_offset": r.max_offset,
-            "pull_status": r.pull_status(offset, a.role).as_str(),
-            "topic": a.topic,
-            "queue_id": q,
-            "offset": offset,
-            "messages": shown,
-            "client_filtered": dropped,
-            "committed": a.commit,
-        }))?;
+        printer.side_line(
+            "pull",
+            None,
+            json!({
+                "topic": a.topic,
+                "queue_id": q,
+                "queue_offset": offset,
+                "status": r.status.as_str(),
+                "next_begin_offset": r.next_begin_offset,
+                "min_offset": r.min_offset,
+                "max_offset": r.max_offset,
+                "messages": shown,
+                "client_filtered": dropped,
+                "committed_offset": a.commit.then_some(r.next_begin_offset),
+            }),
+        )?;
+        filtered += dropped;
     }
+    printer.summary(
+        "pull",
+        json!({
+            "topic": a.topic,
+            "group": a.group,
+            "queues": queues.len(),
+            "messages": total,
+            "client_filtered": filtered,
+        }),
+    )?;
     Ok(total)
 }

@@ -11,7 +11,7 @@
 //!   what the broker's `getOffsetInQueueByTime(begin)` answers (4.9 or 5.x rules, `--broker`).
 //!
 //! `--tag EXPR` filters all of these. Output is the `dump commitlog` output (table or JSON
-//! Lines, then a summary line). Exit status 1 when nothing is found.
+//! Lines, then a summary line on stderr). Exit status 1 when nothing is found.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -84,7 +84,7 @@ pub struct QueryArgs {
     /// How to print bodies (compressed bodies are shown decompressed).
     #[arg(long, value_enum, default_value_t)]
     pub body: BodyMode,
-    /// JSON Lines: one object per message, then `{"summary":{...}}`.
+    /// JSON Lines: one object per message, then a `summary` on stderr.
     #[arg(long, short = 'J')]
     pub json: bool,
     #[command(flatten)]
@@ -152,7 +152,7 @@ pub fn run(a: &QueryArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             m.insert("tag".into(), json!(t));
         }
     }
-    printer.summary(summary)?;
+    printer.summary("query", summary)?;
     out.flush()?;
     for n in &notes {
         eprintln!("rmqstore: note: {n}");
@@ -270,10 +270,10 @@ fn by_key(
         hits,
         json!({
             "query": "key", "method": "index", "topic": topic, "key": key,
-            "index_files": r.index_files, "broker_offsets": r.offsets,
+            "index_files": r.index_files, "commitlog_offsets": r.offsets,
             "collisions": r.collisions.len(), "truncated": r.capped,
             "index_last_update_timestamp": r.index_last_update_timestamp,
-            "index_last_update_phy_offset": r.index_last_update_phy_offset,
+            "index_last_update_commitlog_offset": r.index_last_update_phy_offset,
         }),
     ))
 }
@@ -293,7 +293,7 @@ fn by_msg_id(
                 keep(reader, &[o], filter),
                 json!({
                     "query": "msg_id", "method": "offset message id", "store_host": l.host,
-                    "commitlog_offset": l.offset,
+                    "commitlog_offset": l.offset, "truncated": false,
                 }),
             ));
         }
@@ -398,7 +398,7 @@ fn by_queue_offset(
         hits,
         json!({
             "query": "queue offset", "method": "consume queue", "topic": topic, "queue_id": queue,
-            "offset": offset, "min_offset": min, "max_offset": max, "truncated": more,
+            "queue_offset": offset, "min_offset": min, "max_offset": max, "truncated": more,
         }),
     ))
 }
@@ -469,7 +469,8 @@ fn by_time(
         json!({
             "query": "time", "method": "consume queue binary search by store time",
             "broker_rules": version, "broker_rules_from": why,
-            "begin": begin, "end": end, "queues": per_queue, "truncated": capped,
+            "begin_timestamp": begin, "end_timestamp": a.end, "queues": per_queue,
+            "truncated": capped,
         }),
     ))
 }

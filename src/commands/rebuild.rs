@@ -106,7 +106,12 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             if !a.force && (summary.records_after_stop > 0 || summary.refused > 0) {
                 std::fs::remove_dir_all(&stage)?;
                 pb.finish_and_clear();
-                print_refusal(&summary, out)?;
+                if a.json {
+                    print_refusal(&summary, &mut std::io::stderr())?;
+                    json_summary(out, &summary, None, 0.0, &store.geometry)?;
+                } else {
+                    print_refusal(&summary, out)?;
+                }
                 return Ok(ExitStatus::Findings);
             }
             lock.add(&stage)?;
@@ -131,23 +136,7 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     if a.json {
-        #[derive(serde::Serialize)]
-        struct Out<'a> {
-            #[serde(flatten)]
-            summary: &'a RebuildSummary,
-            out: String,
-            seconds: f64,
-            geometry: &'a crate::format::geometry::Geometry,
-        }
-        output::json_line(
-            out,
-            &Out {
-                summary: &summary,
-                out: dest.display().to_string(),
-                seconds: secs,
-                geometry: &store.geometry,
-            },
-        )?;
+        json_summary(out, &summary, Some(&dest), secs, &store.geometry)?;
     } else {
         for line in store.geometry.describe() {
             writeln!(out, "geometry {line}")?;
@@ -195,6 +184,36 @@ fn name_parent(root: &Path) -> (String, PathBuf) {
         .unwrap_or(Path::new("."))
         .to_path_buf();
     (name, parent)
+}
+
+/// The `--json` summary line; `dest` is None when the rebuild was refused (nothing written).
+fn json_summary(
+    out: &mut dyn Write,
+    summary: &RebuildSummary,
+    dest: Option<&Path>,
+    seconds: f64,
+    geometry: &crate::format::geometry::Geometry,
+) -> anyhow::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Out<'a> {
+        rebuilt: bool,
+        #[serde(flatten)]
+        summary: &'a RebuildSummary,
+        out: Option<String>,
+        seconds: f64,
+        geometry: &'a crate::format::geometry::Geometry,
+    }
+    output::summary_line(
+        out,
+        "rebuild",
+        &Out {
+            rebuilt: dest.is_some(),
+            summary,
+            out: dest.map(|d| d.display().to_string()),
+            seconds,
+            geometry,
+        },
+    )
 }
 
 fn print_refusal(s: &RebuildSummary, out: &mut dyn Write) -> std::io::Result<()> {

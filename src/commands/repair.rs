@@ -173,14 +173,20 @@ fn print(
     let kept = m.map_or(p.messages_kept, |m| m.messages_kept);
     if a.json {
         for act in &p.actions {
-            output::json_line(out, act)?;
+            output::typed_line(out, "action", act)?;
         }
-        output::json_line(
+        output::summary_line(
             out,
-            &serde_json::json!({"summary": {
+            "repair",
+            &serde_json::json!({
                 "dry_run": a.dry_run,
                 "actions": p.actions.len(),
-                "cut": p.cut,
+                "cut": p.cut.as_ref().map(|c| serde_json::json!({
+                    "file": c.file,
+                    "file_offset": c.position,
+                    "commitlog_offset": c.offset,
+                    "reason": c.reason,
+                })),
                 "headers_mended": p.headers.len(),
                 "messages_kept": kept,
                 "salvaged_records": salvaged_records,
@@ -188,7 +194,7 @@ fn print(
                 "removed_bytes": removed,
                 "store": dest.map(|(d, _)| d.display().to_string()),
                 "repair_folder": dest.map(|(d, r)| d.join(r).display().to_string()),
-            }}),
+            }),
         )?;
         return Ok(());
     }

@@ -28,7 +28,7 @@ use nix::sys::signal::{SigSet, Signal};
 use serde::Serialize;
 use serde_json::json;
 
-use super::output::{json_line, parse_time_arg, BodyMode, MessageJson};
+use super::output::{parse_time_arg, BodyMode, MessageJson};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
@@ -319,7 +319,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         "overlay": a.overlay.as_ref().map(|p| p.display().to_string()),
     });
     if a.json {
-        json_line(out, &json!({ "summary": summary }))?;
+        super::output::summary_line(out, "replay", &summary)?;
     } else {
         writeln!(
             out,

@@ -1,10 +1,9 @@
 //! `rmqstore verify`: check every invariant of a healthy store, or (`--explain-recovery`) say what
 //! the broker would do to it on its next start. Read-only; works on a live store too.
 //!
-//! `--json` prints JSON Lines: one object per finding
-//! `{"severity","code","file","offset","message","broker_action"?}`, then
-//! `{"summary":{"errors","warnings","infos","messages","bytes",...}}` last. With
-//! `--explain-recovery` it prints one line `{"recovery":{...}}` (the engine's `RecoveryPlan`).
+//! `--json` prints JSON Lines (docs/json.md): one `{"type":"finding",...}` per finding, then
+//! `{"type":"summary","command":"verify",...}` last. With `--explain-recovery` it prints a
+//! `{"type":"recovery",...}` line (the engine's `RecoveryPlan`) and its summary.
 //!
 //! Exit status: 0 healthy (warnings allowed unless `--strict`), 1 problems found (or, with
 //! `--explain-recovery`, recovery would lose data or refuse to start), 2 could not run.
@@ -52,7 +51,7 @@ pub struct VerifyArgs {
     pub store: PathBuf,
     #[command(flatten)]
     pub geometry: GeometryArgs,
-    /// JSON Lines: one object per finding, then {"summary":{...}}.
+    /// JSON Lines: one `finding` object per finding, then a `summary` (docs/json.md).
     #[arg(long)]
     pub json: bool,
     /// Do not check body CRCs (faster; the broker checks them during recovery).
@@ -80,14 +79,11 @@ pub struct VerifyArgs {
     pub max_findings: usize,
 }
 
+/// The summary of `--explain-recovery`.
 #[derive(Serialize)]
-struct SummaryLine<'a> {
-    summary: &'a crate::engine::verify::Summary,
-}
-
-#[derive(Serialize)]
-struct RecoveryLine<'a> {
-    recovery: &'a RecoveryPlan,
+struct RecoverySummary {
+    loses_nothing: bool,
+    messages_dropped: u64,
 }
 
 pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
@@ -95,7 +91,15 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.explain_recovery {
         let plan = recovery::plan(&store, !a.no_crc)?;
         if a.json {
-            output::json_line(out, &RecoveryLine { recovery: &plan })?;
+            output::typed_line(out, "recovery", &plan)?;
+            output::summary_line(
+                out,
+                "verify --explain-recovery",
+                &RecoverySummary {
+                    loses_nothing: plan.loses_nothing(),
+                    messages_dropped: plan.messages_dropped(),
+                },
+            )?;
         } else {
             print_plan(&plan, out)?;
         }
@@ -125,14 +129,9 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     pb.finish_and_clear();
     if a.json {
         for f in &report.findings {
-            output::json_line(out, f)?;
+            output::typed_line(out, "finding", f)?;
         }
-        output::json_line(
-            out,
-            &SummaryLine {
-                summary: &report.summary,
-            },
-        )?;
+        output::summary_line(out, "verify", &report.summary)?;
     } else {
         print_human(&report, out)?;
     }

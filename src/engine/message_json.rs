@@ -19,9 +19,12 @@ pub enum BodyMode {
 }
 
 /// The one JSON shape of a message, shared by `dump`, `query`, `pull` and `export`:
-/// one flat object per message, keys as listed here (pinned by tests).
+/// one flat object per message, keys as listed here (pinned by tests and docs/json.md).
 #[derive(Debug, Clone, Serialize)]
 pub struct MessageJson {
+    /// Always `"message"`: the JSON Lines type (docs/json.md).
+    #[serde(rename = "type")]
+    pub kind: &'static str,
     pub file: String,
     pub commitlog_offset: u64,
     pub size: i32,
@@ -101,6 +104,7 @@ impl MessageJson {
         };
         let (body, body_encoding) = encode_body(&body_bytes, mode);
         MessageJson {
+            kind: "message",
             file: file.display().to_string(),
             commitlog_offset: m.position,
             size: m.total_size,

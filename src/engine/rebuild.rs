@@ -93,7 +93,9 @@ pub struct RebuildSummary {
     pub queues: usize,
     pub units: u64,
     pub index_files: usize,
-    /// Where the walk ended (the broker's end of data), as a commitlog offset.
+    /// Where the walk ended (the broker's end of data), as a commitlog offset
+    /// (`end_commitlog_offset` in JSON).
+    #[serde(rename = "end_commitlog_offset")]
     pub end_offset: u64,
     /// The bad record or end of data that ended the walk before the last file, if any.
     pub stopped_early: Option<String>,

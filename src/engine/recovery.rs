@@ -731,7 +731,9 @@ pub struct IndexDrop {
     #[serde(serialize_with = "path_str")]
     pub path: PathBuf,
     pub entries: u64,
+    #[serde(rename = "begin_commitlog_offset")]
     pub begin_phy_offset: i64,
+    #[serde(rename = "end_commitlog_offset")]
     pub end_phy_offset: i64,
     pub end_timestamp: i64,
 }
@@ -739,11 +741,13 @@ pub struct IndexDrop {
 /// Where the scan cuts and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Cut {
-    /// `processOffset`: the commitlog's max offset after recovery.
+    /// `processOffset`: the commitlog's max offset after recovery (`commitlog_offset` in JSON).
+    #[serde(rename = "commitlog_offset")]
     pub offset: u64,
     #[serde(serialize_with = "path_str")]
     pub file: PathBuf,
-    /// Position of the cut inside `file`.
+    /// Position of the cut inside `file` (`file_offset` in JSON).
+    #[serde(rename = "file_offset")]
     pub pos: u64,
     pub reason: StopReason,
     /// Valid-looking records after the cut (in the cut file and every later file).
@@ -765,7 +769,9 @@ pub struct RecoveryPlan {
     pub checkpoint_min_timestamp: Option<i64>,
     /// Reasons the broker would refuse to start (file sizes, foreign names).
     pub refuses_to_start: Vec<String>,
-    /// The largest `offset + size` of any consume queue's last unit.
+    /// The largest `offset + size` of any consume queue's last unit (`maxPhyOffsetOfConsumeQueue`;
+    /// `max_commitlog_offset_of_consume_queue` in JSON).
+    #[serde(rename = "max_commitlog_offset_of_consume_queue")]
     pub max_phy_offset_of_consume_queue: u64,
     /// Where the commitlog scan starts and why.
     pub start_file: Option<FileRef>,

@@ -175,7 +175,8 @@ pub struct ReplayStats {
 pub struct QueueProgress {
     pub topic: String,
     pub queue_id: i32,
-    /// The committed offset (-1: none).
+    /// The committed offset (-1: none; `committed_offset` in JSON).
+    #[serde(rename = "committed_offset")]
     pub committed: i64,
     pub max_offset: i64,
 }

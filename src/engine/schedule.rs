@@ -41,7 +41,8 @@ pub struct DelayedMessage {
     pub level: i32,
     pub queue_offset: i64,
     pub commitlog_offset: i64,
-    /// The unit's tags code: store time + the level's delay.
+    /// The unit's tags code: store time + the level's delay (`due_timestamp` in JSON).
+    #[serde(rename = "due_timestamp")]
     pub due: i64,
     pub real_topic: Option<String>,
     pub real_queue_id: Option<i32>,

@@ -23,7 +23,8 @@ pub struct Checkpoint {
     pub index_msg_timestamp: i64,
     /// 5.0.0+: slave-acting-master flushed offset.
     pub master_flushed_offset: i64,
-    /// 5.1.1+: confirm offset.
+    /// 5.1.1+: confirm offset (`confirmPhyOffset`; `confirm_commitlog_offset` in JSON).
+    #[serde(rename = "confirm_commitlog_offset")]
     pub confirm_phy_offset: i64,
 }
 

@@ -35,12 +35,12 @@ pub struct Finding {
     pub code: &'static str,
     #[serde(serialize_with = "path_str")]
     pub file: PathBuf,
-    /// Byte offset inside `file`.
+    /// Byte offset inside `file` (`file_offset` in JSON, as every byte position in a named file).
+    #[serde(rename = "file_offset")]
     pub offset: u64,
     /// A sentence for humans.
     pub message: String,
-    /// What the broker would do about it on its next start, when that is known.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// What the broker would do about it on its next start, when that is known (null if not).
     pub broker_action: Option<String>,
     /// The commitlog offset of the record this finding is about, when it is about one (so
     /// findings that one damaged record causes elsewhere can be told apart).
@@ -428,7 +428,8 @@ mod tests {
         assert_eq!(j["code"], "commitlog.crc_mismatch");
         assert_eq!(j["file"], "commitlog/0");
         assert_eq!(j["severity"], "error");
-        assert!(j.get("broker_action").is_none());
+        assert_eq!(j["file_offset"], 139);
+        assert!(j["broker_action"].is_null());
         assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
     }
 }

@@ -153,7 +153,11 @@ impl std::fmt::Display for IndexGeometry {
 pub struct IndexHeader {
     pub begin_timestamp: i64,
     pub end_timestamp: i64,
+    /// `beginPhyOffset` (`begin_commitlog_offset` in JSON).
+    #[serde(rename = "begin_commitlog_offset")]
     pub begin_phy_offset: i64,
+    /// `endPhyOffset` (`end_commitlog_offset` in JSON).
+    #[serde(rename = "end_commitlog_offset")]
     pub end_phy_offset: i64,
     pub hash_slot_count: i32,
     pub index_count: i32,
@@ -212,6 +216,8 @@ impl IndexHeader {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct IndexEntry {
     pub key_hash: i32,
+    /// `phyOffset` (`commitlog_offset` in JSON).
+    #[serde(rename = "commitlog_offset")]
     pub phy_offset: i64,
     /// Seconds since the header's beginTimestamp (clamped to `[0, i32::MAX]` when written).
     pub time_diff: i32,
