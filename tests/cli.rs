@@ -509,6 +509,8 @@ fn kcat_style_short_flags_format_lines_and_raw_bodies() {
 fn every_subcommand_help_has_exit_statuses_and_examples() {
     let subcommands = [
         "gen",
+        "offsets",
+        "config",
         "dump",
         "dump commitlog",
         "dump consumequeue",

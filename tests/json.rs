@@ -37,6 +37,8 @@ enum Line {
     Action(Action),
     QueueOffset(QueueOffset),
     OffsetChange(OffsetChange),
+    ConfigEntry(ConfigEntry),
+    ConfigChange(ConfigChange),
     Summary(Summary),
 }
 
@@ -59,6 +61,8 @@ impl Line {
             Line::Action(_) => "action",
             Line::QueueOffset(_) => "queue_offset",
             Line::OffsetChange(_) => "offset_change",
+            Line::ConfigEntry(_) => "config_entry",
+            Line::ConfigChange(_) => "config_change",
             Line::Summary(_) => "summary",
         }
     }
@@ -608,6 +612,8 @@ enum Summary {
     Gen(GenSummary),
     #[serde(rename = "offsets")]
     Offsets(OffsetsSummary),
+    #[serde(rename = "config")]
+    Config(ConfigSummary),
 }
 
 impl Summary {
@@ -630,6 +636,7 @@ impl Summary {
             Summary::Replay(_) => "replay",
             Summary::Gen(_) => "gen",
             Summary::Offsets(_) => "offsets",
+            Summary::Config(_) => "config",
         }
     }
 }
@@ -964,6 +971,36 @@ struct OffsetsSummary {
     lag: Option<i64>,
     redelivered: i64,
     skipped: i64,
+    applied: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ConfigEntry {
+    file: String,
+    name: String,
+    properties: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ConfigChange {
+    name: String,
+    key: String,
+    old_value: Option<String>,
+    new_value: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ConfigSummary {
+    file: String,
+    action: String,
+    entries: u64,
+    changes: u64,
     applied: bool,
 }
 
@@ -1315,7 +1352,7 @@ fn writing_commands_and_a_damaged_store_fit_the_schema() {
 }
 
 #[test]
-fn offsets_fit_the_schema() {
+fn offsets_and_config_fit_the_schema() {
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
     copy_tree(&fixture("store-4.9"), &store);
@@ -1346,6 +1383,26 @@ fn offsets_fit_the_schema() {
             unreachable!()
         };
         assert_eq!(o.action, action[0]);
+    }
+    for (which, action) in [
+        ("topics", vec!["show"]),
+        ("groups", vec!["show"]),
+        ("topics", vec!["set", "OrderTopic", "readQueueNums=8"]),
+        ("groups", vec!["delete", "OrderGroup"]),
+    ] {
+        let mut a = vec!["config".into(), s.to_owned(), which.into()];
+        a.extend(action.iter().map(std::ffi::OsString::from));
+        a.push("--json".into());
+        let r = run_args(&a);
+        let kind = if action[0] == "show" {
+            "config_entry"
+        } else {
+            "config_change"
+        };
+        let Summary::Config(c) = r.report("config", &[kind]) else {
+            unreachable!()
+        };
+        assert_eq!(c.action, action[0]);
     }
 }
 
@@ -1521,6 +1578,9 @@ fn docs_name_every_field_of_every_type() {
         (t("queue_offset"), fields_of::<QueueOffset>()),
         (t("offset_change"), fields_of::<OffsetChange>()),
         (sm("offsets"), fields_of::<OffsetsSummary>()),
+        (t("config_entry"), fields_of::<ConfigEntry>()),
+        (t("config_change"), fields_of::<ConfigChange>()),
+        (sm("config"), fields_of::<ConfigSummary>()),
     ];
     let mut missing = Vec::new();
     for (heading, fields) in &sections {

@@ -133,6 +133,16 @@ Examples:
   rmqstore offsets ~/store set -g OrderGroup -t OrderTopic --to first --apply
   rmqstore offsets ~/store clone --from OrderGroup --to OrderGroupReplay --apply";
 
+pub const CONFIG: &str = "\
+Exit status: 0 shown, planned or written; 2 could not run (an unknown property or entry, a
+value the broker would not take, a live broker holding the store's lock).
+
+Examples:
+  rmqstore config ~/store topics show
+  rmqstore config ~/store topics set OrderTopic readQueueNums=8 writeQueueNums=8 --apply
+  rmqstore config ~/store groups set OrderGroup retryMaxTimes=3 consumeEnable=false
+  rmqstore config ~/store groups delete OldGroup --apply";
+
 pub const VERIFY: &str = "\
 Exit status: 0 healthy; 1 findings (errors or warnings; with --strict also infos); 2 could not
 run.
@@ -174,6 +184,7 @@ pub const ALL: &[&str] = &[
     EXPORT,
     REPLAY,
     OFFSETS,
+    CONFIG,
     VERIFY,
     COMPLETIONS,
     MAN,

@@ -2,6 +2,7 @@
 //! Presentation only; exit statuses come from [`exit::ExitStatus`].
 
 pub mod completions;
+pub mod config;
 pub mod dump;
 pub mod exit;
 pub mod export;
@@ -91,6 +92,9 @@ pub enum Command {
     /// Show, set, clone or delete consumer groups' committed offsets (plan first, --apply writes).
     #[command(after_help = help::OFFSETS)]
     Offsets(offsets::OffsetsArgs),
+    /// Show or edit the topic and subscription-group config (plan first, --apply writes).
+    #[command(after_help = help::CONFIG)]
+    Config(config::ConfigArgs),
     /// Check every invariant of a store; --explain-recovery says what the broker's next start does.
     #[command(after_help = help::VERIFY)]
     Verify(verify::VerifyArgs),
@@ -161,6 +165,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Replay(a) => replay::run(&a, &mut out),
         Command::Tui(a) => tui::run(&a, &mut out),
         Command::Offsets(a) => offsets::run(&a, &mut out),
+        Command::Config(a) => config::run(&a, &mut out),
         Command::Verify(a) => verify::run(&a, &mut out),
         Command::Completions(a) => completions::run(&a, &mut out),
         Command::Man(a) => man::run(&a, &mut out),

@@ -2,6 +2,7 @@
 
 pub mod broker;
 pub mod clock;
+pub mod config_admin;
 pub mod dispatch;
 pub mod export;
 pub mod filter;

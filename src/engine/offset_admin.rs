@@ -15,10 +15,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::query::{BrokerVersion, Reader};
-use super::safedir::{stamp, StoreLock};
+use super::safedir::StoreLock;
 use super::Store;
-use crate::format::config::{load, save, with_suffix, ConfigFile, ConsumerOffsets};
-use crate::format::error::{Error, Result};
+use crate::format::config::{load, with_suffix, ConfigFile, ConsumerOffsets};
+use crate::format::error::Result;
 
 /// Where `set` moves a group's offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,19 +242,5 @@ pub fn plan_delete(
 /// `consumerOffset.json.before-offsets-<time>`, then the new table is persisted as the broker
 /// does. Returns the dated backup (`None` when the store had no file).
 pub fn apply(lock: &StoreLock, plan: &OffsetPlan) -> Result<Option<PathBuf>> {
-    let config = lock.root().join(super::store::paths::CONFIG);
-    std::fs::create_dir_all(&config).map_err(|e| Error::io(&config, e))?;
-    let main = config.join(ConsumerOffsets::FILE_NAME);
-    let backup = if main.exists() {
-        let b = with_suffix(&main, &format!(".before-offsets-{}", stamp()));
-        std::fs::copy(&main, &b).map_err(|e| Error::io(&b, e))?;
-        std::fs::File::open(&b)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| Error::io(&b, e))?;
-        Some(b)
-    } else {
-        None
-    };
-    save(&config, &plan.table)?;
-    Ok(backup)
+    super::config_admin::save_under_lock(lock, &plan.table, "offsets")
 }

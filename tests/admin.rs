@@ -1,5 +1,6 @@
-//! `rmqstore offsets`: plans that change nothing until `--apply`, writes in the broker's form
-//! read back by the library, the previous file kept, the broker's lock refused when held.
+//! Offline administration: `rmqstore offsets` and `rmqstore config`. Plans that change nothing
+//! until `--apply`, writes in the broker's form read back by the library, the previous file kept,
+//! the broker's lock refused when held.
 
 mod common;
 
@@ -271,4 +272,150 @@ fn a_held_lock_refuses_the_write() {
     );
     assert_eq!(code, 0, "{err}");
     drop(lock);
+}
+
+fn config(store: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = bin().arg("config").arg(store).args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn config_set_and_delete_write_what_the_broker_reads() {
+    use rmqstore::format::config::{SubscriptionGroups, TopicConfigs};
+    let (_work, store) = store_copy();
+    let topics = store.join("config/topics.json");
+    let before = std::fs::read(&topics).unwrap();
+    let old = load::<TopicConfigs>(&store.join("config")).unwrap().value;
+    // a plan writes nothing; a value equal to the current one changes nothing
+    let (code, out, err) = config(&store, &["topics", "set", "OrderTopic", "readQueueNums=8"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("readQueueNums") && out.contains("4 -> 8"),
+        "{out}"
+    );
+    let (code, out, _) = config(
+        &store,
+        &["topics", "set", "OrderTopic", "perm=6", "--apply"],
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("nothing changes"), "{out}");
+    assert_eq!(std::fs::read(&topics).unwrap(), before);
+    // refused: fewer read queues than consume queues, unknown keys, values the broker rejects
+    for (args, why) in [
+        (
+            &["topics", "set", "OrderTopic", "readQueueNums=2", "--apply"][..],
+            "below the 4 consume queue(s)",
+        ),
+        (
+            &["topics", "set", "OrderTopic", "bogus=1"][..],
+            "unknown property \"bogus\"",
+        ),
+        (&["topics", "set", "OrderTopic", "perm=99"][..], "perm=99"),
+        (&["topics", "set", "Bad.Topic", "perm=6"][..], "Bad.Topic"),
+        (
+            &["groups", "set", "OrderGroup", "retryMaxTimes=x"][..],
+            "expected an integer",
+        ),
+        (
+            &["groups", "delete", "OrderGrup"][..],
+            "did you mean \"OrderGroup\"?",
+        ),
+    ] {
+        let (code, _, err) = config(&store, args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(err.contains(why), "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read(&topics).unwrap(), before);
+    // --apply: the new values, the rest as it was, dataVersion bumped, the old file kept
+    let (code, _, err) = config(
+        &store,
+        &[
+            "topics",
+            "set",
+            "OrderTopic",
+            "readQueueNums=8",
+            "writeQueueNums=8",
+            "--apply",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let new = load::<TopicConfigs>(&store.join("config")).unwrap().value;
+    let t = new.get("OrderTopic").unwrap();
+    assert_eq!((t.read_queue_nums, t.write_queue_nums, t.perm), (8, 8, 6));
+    for (name, c) in &old.table {
+        if name != "OrderTopic" {
+            assert_eq!(new.get(name), Some(c), "{name}");
+        }
+    }
+    let (o, n) = (old.data_version.unwrap(), new.data_version.clone().unwrap());
+    assert_eq!(n.counter, o.counter + 1);
+    assert_eq!(std::fs::read(&topics).unwrap(), new.to_pretty().as_bytes());
+    assert_eq!(
+        std::fs::read(store.join("config/topics.json.bak")).unwrap(),
+        before
+    );
+    // groups: a new group gets Java's defaults and the value set; delete removes it
+    let (code, _, err) = config(
+        &store,
+        &["groups", "set", "ReplayGroup", "retryMaxTimes=3", "--apply"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let g = load::<SubscriptionGroups>(&store.join("config"))
+        .unwrap()
+        .value;
+    let r = g.get("ReplayGroup").unwrap();
+    assert_eq!(
+        (r.retry_max_times, r.retry_queue_nums, r.consume_enable),
+        (3, 1, true)
+    );
+    let (code, _, err) = config(&store, &["groups", "delete", "ReplayGroup", "--apply"]);
+    assert_eq!(code, 0, "{err}");
+    let g = load::<SubscriptionGroups>(&store.join("config"))
+        .unwrap()
+        .value;
+    assert!(g.get("ReplayGroup").is_none());
+    // the lock
+    let lock = rmqstore::engine::safedir::StoreLock::acquire(&store).unwrap();
+    let (code, _, _) = config(
+        &store,
+        &["groups", "set", "X", "retryMaxTimes=1", "--apply"],
+    );
+    assert_eq!(code, 2);
+    drop(lock);
+}
+
+#[test]
+fn config_set_to_the_same_values_leaves_a_java_written_file_as_it_is() {
+    for name in ["basic-4.9", "basic-5.x"] {
+        let dir = match oracle(name) {
+            Some(d) => d,
+            None if std::env::var_os("CI").is_some() => {
+                panic!("oracle store {name} missing under CI")
+            }
+            None => {
+                eprintln!("SKIPPED: oracle store {name} not found");
+                continue;
+            }
+        };
+        let work = scratch();
+        let store = work.path().join("store");
+        copy_tree(&dir.join("store"), &store);
+        let file = store.join("config/topics.json");
+        let before = std::fs::read(&file).unwrap();
+        let old = load::<rmqstore::format::config::TopicConfigs>(&store.join("config"))
+            .unwrap()
+            .value;
+        let (name0, c) = &old.table[0];
+        let same = format!("readQueueNums={}", c.read_queue_nums);
+        let (code, out, err) = config(&store, &["topics", "set", name0, &same, "--apply"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(out.contains("nothing changes"), "{out}");
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{name}");
+        // and what the writer makes of the table is the Java file, byte for byte
+        assert_eq!(old.to_pretty().as_bytes(), &before[..], "{name}");
+    }
 }
