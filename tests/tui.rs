@@ -185,10 +185,20 @@ fn messages_at_80_columns_show_the_whole_time_and_msg_id() {
         );
         assert!(buf[(3, y as u16)].modifier.contains(Modifier::REVERSED));
         // the line under the list spells the selected row out
-        assert!(
-            has(&s, &format!("qoffset {}  {stamp} UTC", row.queue_offset)),
-            "{s:#?}"
+        let or_dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        let spelled = format!(
+            "qoffset {}  tags {}  keys {}",
+            row.queue_offset,
+            or_dash(&row.tags),
+            or_dash(&row.keys)
         );
+        assert!(has(&s, &spelled), "{s:#?}");
         if w == 80 {
             // what does not fit ends in an ellipsis, nothing runs into the next column
             assert!(s.iter().all(|l| l.chars().count() == 80));

@@ -5,16 +5,21 @@
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 use super::app::{count_of, App, HealthState};
 use super::columns::Column;
-use super::ui::{list, wrap};
+use super::ui::list;
 use crate::format::finding::{Finding, Severity};
 
 pub fn draw(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let pane_height = (area.height / 2).clamp(3, 12);
+    // the plan gets most of the screen when asked for (or when there is no finding)
+    let pane_height = if app.show_recovery {
+        area.height.saturating_sub(5).max(3)
+    } else {
+        (area.height / 2).clamp(3, 12)
+    };
     let [top, bottom] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(pane_height)]).areas(area);
     findings(f, app, top);
@@ -26,9 +31,9 @@ pub fn draw(f: &mut Frame<'_>, app: &App, area: Rect) {
     } else {
         (" finding (r: recovery plan) ", finding_lines(app))
     };
-    let inner = bottom.width.saturating_sub(2);
     f.render_widget(
-        Paragraph::new(wrap(lines, inner))
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
             .block(Block::default().borders(Borders::ALL).title(title)),
         bottom,
     );

@@ -68,10 +68,10 @@ pub fn hints(screen: Screen) -> &'static str {
         Screen::Topics => "Enter queues  / filter  s sort  F find  Tab groups  ? help  q quit",
         Screen::Queues => "Enter messages  / filter  s sort  F find  Esc back  ? help  q quit",
         Screen::Messages => {
-            "Enter open  f filter  g go to  n/N next/prev  / filter page  F find  Esc back  ? help"
+            "Enter open  f filter  g go to  n/N next/prev  / in page  F find  Esc back  ?"
         }
         Screen::Detail => {
-            "n/N next/prev  t body view  o origin  c/C copy id/body  p pager  y save  Esc back"
+            "n/N next/prev  t view  o origin  c/C copy id/body  p pager  y save  Esc back"
         }
         Screen::Groups => "Enter queues  / filter  s sort  Tab health  Esc back  ? help  q quit",
         Screen::GroupQueues => {
@@ -82,5 +82,28 @@ pub fn hints(screen: Screen) -> &'static str {
         }
         Screen::Results => "Enter open  n/N next/prev  / filter  s sort  Esc back  ? help",
         Screen::Help => "arrows scroll  Esc back  q quit",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_hint_bar_fits_80_columns() {
+        use Screen::*;
+        for s in [
+            Topics,
+            Queues,
+            Messages,
+            Detail,
+            Groups,
+            GroupQueues,
+            Health,
+            Results,
+            Help,
+        ] {
+            assert!(hints(s).chars().count() <= 80, "{s:?}: {}", hints(s));
+        }
     }
 }

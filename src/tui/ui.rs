@@ -110,13 +110,14 @@ fn selected_text(app: &App) -> String {
             .into_iter()
             .find(|r| r.queue_offset == app.msg_sel)
             .map_or(String::new(), |r| {
+                // what the list cuts first comes first
                 format!(
-                    "qoffset {}  {} {ZONE}  tags {}  keys {}  {} bytes  id {}",
+                    "qoffset {}  tags {}  keys {}  {} bytes  stored {} {ZONE}  id {}",
                     r.queue_offset,
-                    format_utc(r.store_timestamp),
                     if r.tags.is_empty() { "-" } else { &r.tags },
                     if r.keys.is_empty() { "-" } else { &r.keys },
                     r.size,
+                    format_utc(r.store_timestamp),
                     r.msg_id
                 )
             }),
