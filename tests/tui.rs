@@ -633,6 +633,22 @@ fn slash_filters_lists_as_you_type_and_s_sorts() {
     assert_eq!(a.topic().unwrap().name, "PaymentTopic");
     key(&mut a, KeyCode::Esc);
     assert!(a.list_filter.is_empty());
+    assert_eq!(
+        a.topic().unwrap().name,
+        "PaymentTopic",
+        "the selection stays"
+    );
+    // a selection made in a filtered list opens that item
+    key(&mut a, KeyCode::Char('/'));
+    typed(&mut a, "dlq");
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Queues);
+    assert_eq!(a.topic().unwrap().name, "%DLQ%OrderGroup");
+    let s = screen(&mut a, 80, 24);
+    assert!(has(&s, "%DLQ%OrderGroup"), "{s:#?}");
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.topic().unwrap().name, "%DLQ%OrderGroup");
     // sort topics by messages, largest first
     key(&mut a, KeyCode::Char('s'));
     let counts: Vec<u64> = a
@@ -977,14 +993,14 @@ fn tmux_selection_is_visible_without_colours() {
 #[test]
 fn tmux_goto_time_under_another_time_zone() {
     let a = app(&fixture());
-    let cq = a.store().queue("AuditTopic", 1).unwrap();
+    let cq = a.store().queue("PaymentTopic", 1).unwrap();
     let unit = cq.unit_at(40).unwrap().unwrap();
     let m = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
     let shown = format_utc(m.message.store_timestamp);
     let Some(t) = Tmux::start("tz", 120, 30, &tui_command("TZ=Asia/Shanghai", &fixture())) else {
         return;
     };
-    open_queue_by_keys(&t, "AuditTopic", 1);
+    open_queue_by_keys(&t, "PaymentTopic", 1);
     t.keys(&["g"]);
     t.text(&shown);
     t.keys(&["Enter"]);

@@ -463,16 +463,45 @@ impl App {
     // ----------------------------------------------------------------------------------------
     // Screens
 
-    fn left_screen(&mut self) {
-        self.status.clear();
-        self.list_filter.clear();
+    /// Make a change to what the lists show (screen, `/` filter, sort) keeping every
+    /// selection on the same item.
+    fn keeping_selection(&mut self, change: impl FnOnce(&mut Self)) {
+        let topic = self.topic_order().get(self.topic_sel).copied();
+        let queue = self.queue_order().get(self.queue_sel).copied();
+        let group = self.summary_order().get(self.summary_sel).copied();
+        let row = self.group_row_order().get(self.group_sel).copied();
+        let finding = self.health_order().get(self.health_sel).copied();
+        let result = self.result_order().get(self.result_sel).copied();
+        change(self);
+        let at = |order: Vec<usize>, item: Option<usize>, old: usize| {
+            item.and_then(|i| order.iter().position(|&j| j == i))
+                .unwrap_or(old)
+        };
+        self.topic_sel = at(self.topic_order(), topic, self.topic_sel);
+        self.queue_sel = at(self.queue_order(), queue, self.queue_sel);
+        self.summary_sel = at(self.summary_order(), group, self.summary_sel);
+        self.group_sel = at(self.group_row_order(), row, self.group_sel);
+        self.health_sel = at(self.health_order(), finding, self.health_sel);
+        self.result_sel = at(self.result_order(), result, self.result_sel);
+        self.clamp_selection();
+    }
+
+    /// Switch to `to`: the status and the `/` filter belong to the screen left.
+    fn switch_to(&mut self, to: Screen) {
+        if to == self.screen {
+            return;
+        }
+        self.keeping_selection(|app| {
+            app.screen = to;
+            app.status.clear();
+            app.list_filter.clear();
+        });
     }
 
     fn go(&mut self, s: Screen) {
         if self.screen != s {
             self.back.push(self.screen);
-            self.screen = s;
-            self.left_screen();
+            self.switch_to(s);
         }
     }
 
@@ -490,10 +519,7 @@ impl App {
             Some(s) => s,
             None => Screen::Topics,
         };
-        if to != self.screen {
-            self.screen = to;
-            self.left_screen();
-        }
+        self.switch_to(to);
     }
 
     /// Handle one key.
@@ -516,7 +542,7 @@ impl App {
                 self.status = "scan stopped".into();
             }
             KeyCode::Esc if !self.list_filter.is_empty() => {
-                self.list_filter.clear();
+                self.keeping_selection(|app| app.list_filter.clear());
                 self.status = "list filter off".into();
             }
             KeyCode::Esc
@@ -581,7 +607,7 @@ impl App {
             }
             KeyCode::Esc => {
                 if live {
-                    self.list_filter.clear();
+                    self.keeping_selection(|app| app.list_filter.clear());
                 }
                 self.status = "cancelled".into();
                 return;
@@ -593,8 +619,8 @@ impl App {
             _ => {}
         }
         if live {
-            self.list_filter = text.to_lowercase();
-            self.clamp_selection();
+            let needle = text.to_lowercase();
+            self.keeping_selection(|app| app.list_filter = needle);
         }
         self.input = Some((kind, text));
     }
@@ -615,10 +641,7 @@ impl App {
             _ => Screen::Topics,
         };
         self.back.clear();
-        if next != self.screen {
-            self.screen = next;
-            self.left_screen();
-        }
+        self.switch_to(next);
         if next == Screen::Health && self.health_state == HealthState::NotStarted {
             self.start_health();
         }
@@ -634,9 +657,10 @@ impl App {
             return;
         }
         let next = (self.sort_of(self.screen) + 1) % names.len();
-        self.sort.insert(self.screen, next);
+        self.keeping_selection(|app| {
+            app.sort.insert(app.screen, next);
+        });
         self.status = format!("sorted by {}", names[next]);
-        self.clamp_selection();
     }
 
     fn clamp(v: i64, len: usize) -> usize {
@@ -1348,8 +1372,8 @@ impl App {
             InputKind::SavePath => self.save_message(text),
             InputKind::Filter => self.set_filter(text),
             InputKind::ListFilter => {
-                self.list_filter = text.to_lowercase();
-                self.clamp_selection();
+                let needle = text.to_lowercase();
+                self.keeping_selection(|app| app.list_filter = needle);
                 if !self.list_filter.is_empty() {
                     self.status = format!("showing rows containing {text:?} (Esc clears)");
                 }
