@@ -578,6 +578,15 @@ pub fn wrap(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
             out.push(line);
             continue;
         }
+        if line.spans.len() == 1 && line.spans[0].content.is_ascii() {
+            // one run of text: break between words where it can
+            let style = line.spans[0].style;
+            let text = line.spans[0].content.to_string();
+            for piece in word_wrap(&text, width) {
+                out.push(Line::from(Span::styled(piece, style)));
+            }
+            continue;
+        }
         let mut current: Vec<Span<'static>> = Vec::new();
         let mut used = 0usize;
         for span in line.spans {
@@ -605,4 +614,34 @@ pub fn wrap(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
         }
     }
     out
+}
+
+/// ASCII text in lines of at most `width` characters, broken after spaces where possible.
+fn word_wrap(text: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.len() > width {
+        let cut = rest[..=width]
+            .rfind(' ')
+            .filter(|&i| i > 0)
+            .map_or(width, |i| i + 1);
+        out.push(rest[..cut].to_string());
+        rest = &rest[cut..];
+    }
+    out.push(rest.to_string());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_between_words_and_splits_long_words() {
+        assert_eq!(word_wrap("one two three", 8), ["one two ", "three"]);
+        assert_eq!(word_wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        let lines = wrap(vec![Line::from("first copy C0A8000A00002A9F")], 16);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        assert_eq!(text, ["first copy ", "C0A8000A00002A9F"]);
+    }
 }
