@@ -1039,3 +1039,39 @@ fn tmux_search_and_jump_to_the_origin_of_a_dlq_copy() {
     t.keys(&["q"]);
     t.wait_for("EXITED-0");
 }
+
+#[test]
+fn tmux_pager_and_clipboard_leave_and_restore_the_screen() {
+    let a = app(&fixture());
+    let cq = a.store().queue("OrderTopic", 0).unwrap();
+    let unit = cq.unit_at(0).unwrap().unwrap();
+    let m = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
+    let body = m.message.decompressed_body().unwrap().into_owned();
+    let id = m.message.offset_msg_id();
+    let tmp = tempfile::tempdir().unwrap();
+    let paged = tmp.path().join("paged.txt");
+    let env = format!("PAGER='cat > {}'", paged.display());
+    let Some(t) = Tmux::start("pager", 100, 30, &tui_command(&env, &fixture())) else {
+        return;
+    };
+    t.run(&["set-option", "-g", "set-clipboard", "on"]);
+    open_queue_by_keys(&t, "OrderTopic", 0);
+    t.keys(&["c"]);
+    t.wait_for(&format!("copied {id}"));
+    let buffer = t.run(&["show-buffer"]);
+    assert_eq!(String::from_utf8_lossy(&buffer.stdout), id);
+    t.keys(&["Enter"]);
+    t.wait_for("topic / queue");
+    t.keys(&["p"]);
+    // the pager ran on the whole body and the browser drew itself again
+    for _ in 0..100 {
+        if std::fs::read(&paged).is_ok_and(|b| b == body) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read(&paged).unwrap(), body);
+    t.wait_for("topic / queue       OrderTopic / 0");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}
