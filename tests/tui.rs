@@ -260,6 +260,50 @@ fn tag_filter_pages_through_the_whole_queue() {
 }
 
 #[test]
+fn a_page_scan_runs_in_bounded_steps_and_counts_what_it_read() {
+    use rmqstore::tui::filter::MessageFilter;
+    use rmqstore::tui::paging::{Direction, PageScan, Placement};
+    let a = app(&fixture());
+    let cq = a.store().queue("AuditTopic", 1).unwrap();
+    let want = tag_matches(&a, "AuditTopic", 1, "TagB");
+    let filter = MessageFilter::parse("TagB").unwrap().unwrap();
+    let bounds = (
+        0,
+        a.store()
+            .queue("AuditTopic", 1)
+            .unwrap()
+            .max_offset()
+            .unwrap(),
+    );
+    let place = Placement::PageFromFirst { keep: None };
+    // forward: ten units a step until a page of five matches is found
+    let mut scan = PageScan::new(Direction::Forward, 0, bounds, 5, place);
+    let mut steps = 0;
+    while !scan.step(&a.reader, cq, Some(&filter), 10) {
+        steps += 1;
+        assert_eq!(
+            scan.scanned,
+            10 * steps,
+            "each step reads at most its budget"
+        );
+    }
+    let got: Vec<u64> = scan.found.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(got, want[..5]);
+    assert!(scan.scanned <= want[4] + 1);
+    // backward from the end: the last five, in order
+    let mut scan = PageScan::new(
+        Direction::Backward,
+        bounds.1,
+        bounds,
+        5,
+        Placement::PageToLast,
+    );
+    while !scan.step(&a.reader, cq, Some(&filter), 7) {}
+    let got: Vec<u64> = scan.found.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(got, want[want.len() - 5..]);
+}
+
+#[test]
 fn filter_by_key_property_and_body() {
     let mut a = app(&fixture());
     a.open_queue("%DLQ%OrderGroup", 0, 0);
