@@ -237,6 +237,13 @@ fn tag_filter_pages_through_the_whole_queue() {
     assert_eq!(last, want[want.len() - 10..]);
     key(&mut a, KeyCode::Home);
     assert_eq!(a.msg_sel, want[0]);
+    // PgDn then PgUp comes back to the first page
+    key(&mut a, KeyCode::PageDown);
+    assert_eq!(a.rows[0].queue_offset, want[10]);
+    key(&mut a, KeyCode::PageUp);
+    let page: Vec<u64> = a.rows.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(page, want[..10]);
+    key(&mut a, KeyCode::Home);
     // Down past the page scrolls to the next match, Up back
     for _ in 0..10 {
         key(&mut a, KeyCode::Down);

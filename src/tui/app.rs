@@ -1079,7 +1079,10 @@ impl App {
             }
         }
         self.stop_filter_count();
-        if self.screen == Screen::Messages {
+        // from the list or a message opened from it: the list follows the new filter
+        let in_list = self.screen == Screen::Messages
+            || (self.screen == Screen::Detail && self.detail_source == DetailSource::Queue);
+        if in_list {
             self.page_scan = None;
             self.rows.clear();
             if self.msg_filter.is_some() {
