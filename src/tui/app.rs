@@ -795,8 +795,9 @@ impl App {
         self.finish_scan();
     }
 
-    /// Fill the page from `msg_top`: directly without a filter, by a scan with one.
-    fn refill(&mut self) {
+    /// Fill the page from `msg_top`: directly without a filter, by a scan with one (run by
+    /// [`App::step_scan`]).
+    pub fn refill(&mut self) {
         let Some((min, max)) = self.queue_bounds() else {
             return;
         };

@@ -63,8 +63,9 @@ fn event_loop(app: &mut App) -> anyhow::Result<()> {
             let page = app.page;
             term.draw(|f| ui::draw(f, app))?;
             if app.page != page && app.screen == app::Screen::Messages {
-                // the page size changed (first frame, resize): load the page again
-                app.load_rows();
+                // the page size changed (first frame, resize): fill the page again
+                app.refill();
+                app.step_scan();
                 term.draw(|f| ui::draw(f, app))?;
             }
             dirty = false;
