@@ -660,8 +660,13 @@ fn a_healthy_store_says_so_with_the_right_plural() {
     wait_for_health(&mut a);
     let s = screen(&mut a, 80, 24);
     assert!(has(&s, "health: 0 findings"), "{s:#?}");
-    // no findings: the pane shows the recovery plan
+    // no findings: the pane shows the recovery plan, and the arrows scroll it
     assert!(has(&s, "normal"), "{s:#?}");
+    let s = screen(&mut a, 80, 14);
+    assert!(has(&s, "1. no abort file") && !has(&s, "dropped"), "{s:#?}");
+    key(&mut a, KeyCode::End);
+    let s = screen(&mut a, 80, 14);
+    assert!(has(&s, "dropped") && !has(&s, "1. no abort file"), "{s:#?}");
     assert_eq!(rmqstore::tui::app::count_of(1, "finding"), "1 finding");
     assert_eq!(rmqstore::tui::app::count_of(2, "finding"), "2 findings");
 }

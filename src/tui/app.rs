@@ -182,6 +182,9 @@ pub struct App {
     pub recovery: Option<Result<Vec<String>, String>>,
     /// The health screen's lower pane shows the recovery plan instead of the finding.
     pub show_recovery: bool,
+    pub plan_scroll: u16,
+    /// Lines the recovery plan can scroll (set by the UI each frame).
+    pub plan_max_scroll: u16,
     pub results: Vec<u64>,
     pub result_sel: usize,
     pub results_title: String,
@@ -263,6 +266,8 @@ impl App {
             health_sel: 0,
             recovery: None,
             show_recovery: false,
+            plan_scroll: 0,
+            plan_max_scroll: u16::MAX,
             results: Vec::new(),
             result_sel: 0,
             results_title: String::new(),
@@ -701,6 +706,10 @@ impl App {
             Screen::GroupQueues => {
                 self.group_sel =
                     Self::clamp(self.group_sel as i64 + d, self.group_row_order().len())
+            }
+            Screen::Health if self.show_recovery => {
+                let max = self.plan_max_scroll as i64;
+                self.plan_scroll = (self.plan_scroll as i64 + d).clamp(0, max) as u16;
             }
             Screen::Health => {
                 self.health_sel = Self::clamp(self.health_sel as i64 + d, self.health_order().len())

@@ -1,19 +1,20 @@
 //! The health screen: verify's findings in a list, and under it the selected finding in full
 //! (severity, code, file and byte offset, what it says, what the broker does about it) or, with
-//! `r`, the recovery plan: what the broker would do on its next start.
+//! `r`, the recovery plan: what the broker would do on its next start (the arrows scroll it
+//! while it is shown).
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use super::app::{count_of, App, HealthState};
 use super::columns::Column;
-use super::ui::list;
+use super::ui::{list, wrap};
 use crate::format::finding::{Finding, Severity};
 
-pub fn draw(f: &mut Frame<'_>, app: &App, area: Rect) {
+pub fn draw(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     // the plan gets most of the screen when asked for (or when there is no finding)
     let pane_height = if app.show_recovery {
         area.height.saturating_sub(5).max(3)
@@ -23,17 +24,25 @@ pub fn draw(f: &mut Frame<'_>, app: &App, area: Rect) {
     let [top, bottom] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(pane_height)]).areas(area);
     findings(f, app, top);
-    let (title, lines) = if app.show_recovery {
-        (
-            " recovery plan: what the broker does on its next start (r: finding) ",
-            plan_lines(app),
-        )
+    let inner = bottom.width.saturating_sub(2);
+    let (title, lines, scroll) = if app.show_recovery {
+        // the plan scrolls with the arrows and pages while it is shown
+        let lines = wrap(plan_lines(app), inner);
+        let height = bottom.height.saturating_sub(2) as usize;
+        app.plan_max_scroll = lines.len().saturating_sub(height).min(u16::MAX as usize) as u16;
+        app.plan_scroll = app.plan_scroll.min(app.plan_max_scroll);
+        let title = " recovery plan: what the broker does on its next start (r: finding) ";
+        (title, lines, app.plan_scroll)
     } else {
-        (" finding (r: recovery plan) ", finding_lines(app))
+        (
+            " finding (r: recovery plan) ",
+            wrap(finding_lines(app), inner),
+            0,
+        )
     };
     f.render_widget(
         Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
             .block(Block::default().borders(Borders::ALL).title(title)),
         bottom,
     );
@@ -63,7 +72,7 @@ fn findings(f: &mut Frame<'_>, app: &App, area: Rect) {
         })
         .collect();
     let columns = [
-        Column::new("SEVERITY", 7, 1),
+        Column::new("SEVERITY", 8, 1),
         Column::new("CODE", 10, 2),
         Column::new("WHERE", 12, 1),
         Column::new("WHAT", 20, 0),

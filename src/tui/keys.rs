@@ -57,7 +57,7 @@ pub const HELP: &[(&str, &str)] = &[
     ),
     (
         "H r",
-        "run verify in the background (health); r shows the recovery plan",
+        "run verify in the background (health); r shows the recovery plan (arrows scroll it)",
     ),
     ("q, Ctrl-C", "quit (the store is never written)"),
 ];
