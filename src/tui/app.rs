@@ -1,7 +1,9 @@
-//! The browser's state and what each key does. No drawing and no terminal here: tests drive
-//! `App` with key events and read its state, `ui` draws it. The message list's paging lives in
-//! `paging`, filters in `filter`, what is listed in `model`, and the work a key asks of the
-//! terminal (clipboard, pager) is left in [`App::take_terminal_request`] for the event loop.
+//! The browser's state, what each key does, the screens and the health job. No drawing and no
+//! terminal here: tests drive `App` with key events and read its state, `ui` draws it. More of
+//! `App` lives beside it: `lists` (each list filtered and sorted), `queue_list` (a queue's
+//! messages, paged with `paging` through `filter`), `actions` (what can be done with a
+//! message); `model` loads what is listed. What a key asks of the terminal (clipboard, pager)
+//! is left in [`App::take_terminal_request`] for the event loop.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,16 +12,15 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
-use super::filter::{text_matches, MessageFilter};
-use super::model::{load_view, GroupRow, GroupSummary, QueueRow, TopicRow};
-use super::paging::{count_matches, Direction, MatchCount, PageScan, Placement, CHUNK_UNITS};
+use super::filter::MessageFilter;
+use super::model::{load_view, GroupRow, GroupSummary, TopicRow};
+use super::paging::{MatchCount, PageScan};
 use super::time::{format_utc, parse_utc};
-use crate::engine::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
 use crate::engine::query::Reader;
 use crate::engine::recovery::plan as recovery_plan;
 use crate::engine::verify::{verify, VerifyOptions};
 use crate::engine::Store;
-use crate::format::commitlog::{prop, MessageRef};
+use crate::format::commitlog::MessageRef;
 use crate::format::finding::Finding;
 
 /// Which screen is shown.
@@ -138,21 +139,21 @@ pub struct FilterCount {
     /// Units of the queue (`max - min`).
     pub total: u64,
     /// The screen has shown the final count.
-    reported: bool,
+    pub(super) reported: bool,
 }
 
 /// The whole browser state.
 pub struct App {
     pub reader: Arc<Reader<'static>>,
     pub screen: Screen,
-    back: Vec<Screen>,
+    pub(super) back: Vec<Screen>,
     pub topics: Vec<TopicRow>,
     /// Selections are positions in the list as shown (filtered and sorted).
     pub topic_sel: usize,
     pub queue_sel: usize,
     /// The topic and queue of the message list (indexes into `topics`).
-    list_topic: usize,
-    list_queue: usize,
+    pub(super) list_topic: usize,
+    pub(super) list_queue: usize,
     /// Selected queue offset in the message list, and the first one shown.
     pub msg_sel: u64,
     pub msg_top: u64,
@@ -164,7 +165,7 @@ pub struct App {
     pub detail_offset: Option<u64>,
     pub detail_source: DetailSource,
     /// Messages left for another in the detail view (`o`), for Esc to return to.
-    detail_history: Vec<(u64, DetailSource)>,
+    pub(super) detail_history: Vec<(u64, DetailSource)>,
     pub detail_scroll: u16,
     pub help_scroll: u16,
     pub help_max_scroll: u16,
@@ -192,12 +193,12 @@ pub struct App {
     /// The `/` text filter of the current list (lower case), cleared when the view changes.
     pub list_filter: String,
     /// The sort column of each list (0 is the natural order).
-    sort: HashMap<Screen, usize>,
+    pub(super) sort: HashMap<Screen, usize>,
     pub status: String,
     /// Rows the list area can show (set by the UI each frame).
     pub page: usize,
     pub quit: bool,
-    terminal_request: Option<TerminalRequest>,
+    pub(super) terminal_request: Option<TerminalRequest>,
     jobs_tx: Sender<Job>,
     jobs_rx: Receiver<Job>,
     cancel: Arc<AtomicBool>,
@@ -291,186 +292,11 @@ impl App {
     }
 
     // ----------------------------------------------------------------------------------------
-    // The lists as shown: filtered by `/`, sorted by `s`
-
-    /// The sort column of a list.
-    pub fn sort_of(&self, screen: Screen) -> usize {
-        self.sort.get(&screen).copied().unwrap_or(0)
-    }
-
-    fn filtered<T>(
-        &self,
-        screen: Screen,
-        items: &[T],
-        cells: impl Fn(&T) -> Vec<String>,
-    ) -> Vec<usize> {
-        let needle = if self.screen == screen {
-            self.list_filter.as_str()
-        } else {
-            ""
-        };
-        (0..items.len())
-            .filter(|&i| text_matches(&cells(&items[i]), needle))
-            .collect()
-    }
-
-    /// Indexes into `topics`, as listed.
-    pub fn topic_order(&self) -> Vec<usize> {
-        let mut v = self.filtered(Screen::Topics, &self.topics, |t| vec![t.name.clone()]);
-        let t = &self.topics;
-        match self.sort_of(Screen::Topics) {
-            1 => v.sort_by_key(|&i| std::cmp::Reverse(t[i].messages())),
-            2 => v.sort_by_key(|&i| std::cmp::Reverse(t[i].queues.len())),
-            _ => {}
-        }
-        v
-    }
-
-    /// Indexes into the selected topic's queues, as listed.
-    pub fn queue_order(&self) -> Vec<usize> {
-        let Some(t) = self.topic() else {
-            return Vec::new();
-        };
-        let mut v = self.filtered(Screen::Queues, &t.queues, |q| {
-            let mut c = vec![q.id.to_string()];
-            c.extend(q.lags.iter().map(|(g, _)| g.clone()));
-            c
-        });
-        match self.sort_of(Screen::Queues) {
-            1 => v.sort_by_key(|&i| std::cmp::Reverse(t.queues[i].messages())),
-            2 => v.sort_by_key(|&i| std::cmp::Reverse(t.queues[i].total_lag())),
-            _ => {}
-        }
-        v
-    }
-
-    /// Indexes into `group_summaries`, as listed.
-    pub fn summary_order(&self) -> Vec<usize> {
-        let s = &self.group_summaries;
-        let mut v = self.filtered(Screen::Groups, s, |g| vec![g.group.clone()]);
-        match self.sort_of(Screen::Groups) {
-            1 => v.sort_by_key(|&i| std::cmp::Reverse(s[i].lag)),
-            2 => v.sort_by_key(|&i| std::cmp::Reverse(s[i].topics)),
-            _ => {}
-        }
-        v
-    }
-
-    /// The selected consumer group.
-    pub fn group(&self) -> Option<&GroupSummary> {
-        self.group_summaries
-            .get(*self.summary_order().get(self.summary_sel)?)
-    }
-
-    /// Indexes into `groups` of the selected group's queues, as listed.
-    pub fn group_row_order(&self) -> Vec<usize> {
-        let Some(g) = self.group().map(|g| g.group.clone()) else {
-            return Vec::new();
-        };
-        let rows = &self.groups;
-        let mut v: Vec<usize> = self
-            .filtered(Screen::GroupQueues, rows, |r| {
-                vec![r.topic.clone(), r.queue.to_string()]
-            })
-            .into_iter()
-            .filter(|&i| rows[i].group == g)
-            .collect();
-        match self.sort_of(Screen::GroupQueues) {
-            1 => v.sort_by_key(|&i| std::cmp::Reverse(rows[i].lag)),
-            2 => v.sort_by_key(|&i| std::cmp::Reverse(rows[i].offset)),
-            _ => {}
-        }
-        v
-    }
-
-    /// Indexes into `health`, as listed.
-    pub fn health_order(&self) -> Vec<usize> {
-        let h = &self.health;
-        let mut v = self.filtered(Screen::Health, h, |f| {
-            vec![
-                f.code.to_string(),
-                f.file.display().to_string(),
-                f.message.clone(),
-            ]
-        });
-        match self.sort_of(Screen::Health) {
-            1 => v.sort_by_key(|&i| std::cmp::Reverse(h[i].severity)),
-            2 => v.sort_by_key(|&i| h[i].code),
-            3 => v.sort_by(|&a, &b| (&h[a].file, h[a].offset).cmp(&(&h[b].file, h[b].offset))),
-            _ => {}
-        }
-        v
-    }
-
-    /// The selected health finding.
-    pub fn finding(&self) -> Option<&Finding> {
-        self.health.get(*self.health_order().get(self.health_sel)?)
-    }
-
-    /// Indexes into `results`, as listed.
-    pub fn result_order(&self) -> Vec<usize> {
-        let reader = &self.reader;
-        let describe = |&o: &u64| match reader.message_at(o) {
-            Ok(Some(l)) => vec![
-                l.message.topic.to_string(),
-                l.message.keys().join(" "),
-                l.message.offset_msg_id(),
-            ],
-            _ => Vec::new(),
-        };
-        let mut v = self.filtered(Screen::Results, &self.results, describe);
-        if self.sort_of(Screen::Results) == 1 {
-            v.sort_by_key(|&i| {
-                reader
-                    .message_at(self.results[i])
-                    .ok()
-                    .flatten()
-                    .map_or(i64::MIN, |l| l.message.store_timestamp)
-            });
-        }
-        v
-    }
-
-    /// The messages of the page as listed (the `/` text filter applied).
-    pub fn visible_rows(&self) -> Vec<&MsgRow> {
-        let needle = if self.screen == Screen::Messages {
-            self.list_filter.as_str()
-        } else {
-            ""
-        };
-        self.rows
-            .iter()
-            .filter(|r| text_matches(&r.cells(), needle))
-            .collect()
-    }
-
-    /// The topic selected in the topic list (also the one the queue list shows).
-    pub fn topic(&self) -> Option<&TopicRow> {
-        self.topics.get(*self.topic_order().get(self.topic_sel)?)
-    }
-
-    /// The queue selected in the queue list.
-    pub fn queue(&self) -> Option<&QueueRow> {
-        let t = self.topic()?;
-        t.queues.get(*self.queue_order().get(self.queue_sel)?)
-    }
-
-    /// The topic of the message list.
-    pub fn list_topic(&self) -> Option<&TopicRow> {
-        self.topics.get(self.list_topic)
-    }
-
-    /// The queue of the message list.
-    pub fn list_queue(&self) -> Option<&QueueRow> {
-        self.list_topic()?.queues.get(self.list_queue)
-    }
-
-    // ----------------------------------------------------------------------------------------
     // Screens
 
     /// Make a change to what the lists show (screen, `/` filter, sort) keeping every
     /// selection on the same item.
-    fn keeping_selection(&mut self, change: impl FnOnce(&mut Self)) {
+    pub(super) fn keeping_selection(&mut self, change: impl FnOnce(&mut Self)) {
         let topic = self.topic_order().get(self.topic_sel).copied();
         let queue = self.queue_order().get(self.queue_sel).copied();
         let group = self.summary_order().get(self.summary_sel).copied();
@@ -492,7 +318,7 @@ impl App {
     }
 
     /// Switch to `to`: the status and the `/` filter belong to the screen left.
-    fn switch_to(&mut self, to: Screen) {
+    pub(super) fn switch_to(&mut self, to: Screen) {
         if to == self.screen {
             return;
         }
@@ -503,7 +329,7 @@ impl App {
         });
     }
 
-    fn go(&mut self, s: Screen) {
+    pub(super) fn go(&mut self, s: Screen) {
         if self.screen != s {
             self.back.push(self.screen);
             self.switch_to(s);
@@ -600,7 +426,7 @@ impl App {
         self.step_scan();
     }
 
-    fn on_input_key(&mut self, k: KeyEvent) {
+    pub(super) fn on_input_key(&mut self, k: KeyEvent) {
         let Some((kind, mut text)) = self.input.take() else {
             return;
         };
@@ -639,7 +465,7 @@ impl App {
         self.step_scan();
     }
 
-    fn next_top_screen(&mut self) {
+    pub(super) fn next_top_screen(&mut self) {
         let next = match self.screen {
             Screen::Topics | Screen::Queues | Screen::Messages | Screen::Detail => Screen::Groups,
             Screen::Groups | Screen::GroupQueues => Screen::Health,
@@ -652,7 +478,7 @@ impl App {
         }
     }
 
-    fn cycle_sort(&mut self) {
+    pub(super) fn cycle_sort(&mut self) {
         let names = sort_names(self.screen);
         if names.is_empty() {
             self.status = match self.screen {
@@ -668,12 +494,12 @@ impl App {
         self.status = format!("sorted by {}", names[next]);
     }
 
-    fn clamp(v: i64, len: usize) -> usize {
+    pub(super) fn clamp(v: i64, len: usize) -> usize {
         v.clamp(0, len.saturating_sub(1) as i64) as usize
     }
 
     /// Keep every selection inside its list after the list changed.
-    fn clamp_selection(&mut self) {
+    pub(super) fn clamp_selection(&mut self) {
         self.topic_sel = Self::clamp(self.topic_sel as i64, self.topic_order().len());
         self.queue_sel = Self::clamp(self.queue_sel as i64, self.queue_order().len());
         self.summary_sel = Self::clamp(self.summary_sel as i64, self.summary_order().len());
@@ -682,7 +508,7 @@ impl App {
         self.result_sel = Self::clamp(self.result_sel as i64, self.result_order().len());
     }
 
-    fn move_by(&mut self, d: i64) {
+    pub(super) fn move_by(&mut self, d: i64) {
         match self.screen {
             Screen::Topics => {
                 self.topic_sel = Self::clamp(self.topic_sel as i64 + d, self.topic_order().len())
@@ -720,7 +546,7 @@ impl App {
         }
     }
 
-    fn enter(&mut self) {
+    pub(super) fn enter(&mut self) {
         match self.screen {
             Screen::Topics if self.topic().is_some() => {
                 self.queue_sel = 0;
@@ -766,506 +592,9 @@ impl App {
     }
 
     // ----------------------------------------------------------------------------------------
-    // The message list
-
-    /// Show the messages of a queue starting at `at`.
-    pub fn open_queue(&mut self, topic: &str, queue: i32, at: u64) {
-        let Some(ti) = self.topics.iter().position(|t| t.name == topic) else {
-            self.status = format!("no consume queue for {topic}");
-            return;
-        };
-        let Some(qi) = self.topics[ti].queues.iter().position(|q| q.id == queue) else {
-            self.status = format!("no queue {queue} in {topic}");
-            return;
-        };
-        if (ti, qi) != (self.list_topic, self.list_queue) || self.rows.is_empty() {
-            self.stop_filter_count();
-        }
-        self.list_topic = ti;
-        self.list_queue = qi;
-        let q = &self.topics[ti].queues[qi];
-        self.msg_sel = at.clamp(q.min, q.max.saturating_sub(1).max(q.min));
-        self.msg_top = self.msg_sel;
-        self.go(Screen::Messages);
-        if self.msg_filter.is_some() {
-            self.start_filter_count();
-        }
-        self.refill();
-    }
-
-    fn queue_bounds(&self) -> Option<(u64, u64)> {
-        self.list_queue().map(|q| (q.min, q.max))
-    }
-
-    /// Load the page again at the current position (after a filter or page size change), and
-    /// finish any scan it needs.
-    pub fn load_rows(&mut self) {
-        self.refill();
-        self.finish_scan();
-    }
-
-    /// Fill the page from `msg_top`: directly without a filter, by a scan with one (run by
-    /// [`App::step_scan`]).
-    pub fn refill(&mut self) {
-        let Some((min, max)) = self.queue_bounds() else {
-            return;
-        };
-        let page = self.page.max(1);
-        if self.msg_filter.is_some() {
-            let keep = Some(self.msg_sel);
-            self.start_scan(
-                Direction::Forward,
-                self.msg_top,
-                page,
-                Placement::PageFromFirst { keep },
-            );
-            return;
-        }
-        let page = page as u64;
-        if self.msg_sel < self.msg_top {
-            self.msg_top = self.msg_sel;
-        } else if self.msg_sel >= self.msg_top + page {
-            self.msg_top = self.msg_sel + 1 - page;
-        }
-        let mut scan = PageScan::new(
-            Direction::Forward,
-            self.msg_top,
-            (min, max.min(self.msg_top + page)),
-            page as usize,
-            Placement::PageFromFirst { keep: None },
-        );
-        if let Some(cq) = self.list_cq() {
-            scan.step(&self.reader, cq, None, page);
-        }
-        self.rows = scan.found;
-    }
-
-    fn list_cq(&self) -> Option<&'static crate::format::consumequeue::ConsumeQueue> {
-        let t = self.list_topic()?;
-        let q = self.list_queue()?;
-        self.store().queue(&t.name, q.id)
-    }
-
-    fn start_scan(&mut self, dir: Direction, from: u64, want: usize, placement: Placement) {
-        let Some(bounds) = self.queue_bounds() else {
-            return;
-        };
-        self.page_scan = Some(PageScan::new(dir, from, bounds, want, placement));
-    }
-
-    /// True while a page of matches is being looked for.
-    pub fn is_scanning(&self) -> bool {
-        self.page_scan.is_some()
-    }
-
-    /// Run one chunk of the pending page scan; true when something changed.
-    pub fn step_scan(&mut self) -> bool {
-        let Some(mut scan) = self.page_scan.take() else {
-            return false;
-        };
-        let Some(cq) = self.list_cq() else {
-            return true;
-        };
-        let filter = self.msg_filter.as_ref().map(|(_, f)| f);
-        if !scan.step(&self.reader, cq, filter, CHUNK_UNITS) {
-            self.page_scan = Some(scan);
-            return true;
-        }
-        self.place(scan);
-        true
-    }
-
-    /// Run the pending page scan to its end.
-    pub fn finish_scan(&mut self) {
-        while self.page_scan.is_some() {
-            self.step_scan();
-        }
-    }
-
-    /// Put the matches a finished scan found on the page.
-    fn place(&mut self, scan: PageScan) {
-        let page = self.page.max(1);
-        let found = scan.found;
-        if found.is_empty() {
-            // Paging on past the last (or first) match keeps the page; a jump or a new filter
-            // with nothing from there shows an empty list.
-            let paging_on = match scan.direction {
-                Direction::Forward => self
-                    .rows
-                    .last()
-                    .is_some_and(|r| r.queue_offset < scan.start),
-                Direction::Backward => self
-                    .rows
-                    .first()
-                    .is_some_and(|r| r.queue_offset >= scan.start),
-            };
-            if paging_on {
-                self.status = match scan.direction {
-                    Direction::Forward => "no more matching messages after these",
-                    Direction::Backward => "no more matching messages before these",
-                }
-                .into();
-                if !self.rows.iter().any(|r| r.queue_offset == self.msg_sel) {
-                    let r = match scan.direction {
-                        Direction::Forward => self.rows.last(),
-                        Direction::Backward => self.rows.first(),
-                    };
-                    self.msg_sel = r.map_or(self.msg_sel, |r| r.queue_offset);
-                }
-            } else {
-                self.rows.clear();
-                self.status = format!(
-                    "no matching message from queue offset {} {}",
-                    scan.start,
-                    match scan.direction {
-                        Direction::Forward => "to the end",
-                        Direction::Backward => "back to the start",
-                    }
-                );
-            }
-            self.sync_detail();
-            return;
-        }
-        match scan.placement {
-            Placement::PageFromFirst { keep } => {
-                self.msg_sel = keep
-                    .filter(|k| found.iter().any(|r| r.queue_offset == *k))
-                    .unwrap_or(found[0].queue_offset);
-                self.rows = found;
-            }
-            Placement::PageToLast => {
-                self.msg_sel = found[found.len() - 1].queue_offset;
-                self.rows = found;
-            }
-            Placement::ScrollDown => {
-                self.msg_sel = found[found.len() - 1].queue_offset;
-                self.rows.extend(found);
-                let extra = self.rows.len().saturating_sub(page);
-                self.rows.drain(..extra);
-            }
-            Placement::ScrollUp => {
-                self.msg_sel = found[0].queue_offset;
-                let mut rows = found;
-                rows.append(&mut self.rows);
-                rows.truncate(page);
-                self.rows = rows;
-            }
-        }
-        self.msg_top = self.rows.first().map_or(self.msg_top, |r| r.queue_offset);
-        if self.status.starts_with("scanning") {
-            self.status.clear();
-        }
-        self.sync_detail();
-    }
-
-    /// Move the selection of the message list by `d` messages (a page, the ends).
-    fn list_move(&mut self, d: i64) {
-        let Some((min, max)) = self.queue_bounds() else {
-            return;
-        };
-        if self.msg_filter.is_none() {
-            let last = max.saturating_sub(1).max(min) as i64;
-            self.msg_sel = (self.msg_sel as i64)
-                .saturating_add(d)
-                .clamp(min as i64, last) as u64;
-            self.refill();
-            self.sync_detail();
-            return;
-        }
-        // Filtered: the page holds matches only; past its ends a scan finds more.
-        let page = self.page.max(1);
-        let pos = self
-            .rows
-            .iter()
-            .position(|r| r.queue_offset == self.msg_sel);
-        let (first, last) = match (self.rows.first(), self.rows.last()) {
-            (Some(f), Some(l)) => (f.queue_offset, l.queue_offset),
-            _ => (min, min),
-        };
-        if d <= i64::MIN / 4 {
-            self.start_scan(
-                Direction::Forward,
-                min,
-                page,
-                Placement::PageFromFirst { keep: None },
-            );
-            return;
-        }
-        if d >= i64::MAX / 4 {
-            self.start_scan(Direction::Backward, max, page, Placement::PageToLast);
-            return;
-        }
-        let Some(pos) = pos else {
-            self.refill();
-            return;
-        };
-        let target = pos as i64 + d;
-        if (0..self.rows.len() as i64).contains(&target) {
-            self.msg_sel = self.rows[target as usize].queue_offset;
-            self.sync_detail();
-        } else if target >= self.rows.len() as i64 {
-            if d == 1 {
-                self.start_scan(Direction::Forward, last + 1, 1, Placement::ScrollDown);
-            } else {
-                let p = Placement::PageFromFirst { keep: None };
-                self.start_scan(Direction::Forward, last + 1, page, p);
-            }
-        } else if d == -1 {
-            self.start_scan(Direction::Backward, first, 1, Placement::ScrollUp);
-        } else {
-            self.start_scan(Direction::Backward, first, page, Placement::PageToLast);
-        }
-        if let Some(s) = &self.page_scan {
-            self.status = format!("scanning… {} offsets scanned", s.scanned);
-        }
-    }
-
-    /// In the detail view of a message opened from the list, follow the list's selection.
-    fn sync_detail(&mut self) {
-        if self.screen != Screen::Detail || self.detail_source != DetailSource::Queue {
-            return;
-        }
-        if let Some(r) = self.rows.iter().find(|r| r.queue_offset == self.msg_sel) {
-            if self.detail_offset != Some(r.offset) {
-                self.detail_offset = Some(r.offset);
-                self.detail_scroll = 0;
-            }
-        }
-    }
-
-    /// `n`/`N`: the next or previous message of the list the current one came from.
-    fn next_item(&mut self, d: i64) {
-        match (self.screen, self.detail_source) {
-            (Screen::Messages, _) | (Screen::Detail, DetailSource::Queue) => {
-                let before = self.detail_offset;
-                self.list_move(d);
-                if self.page_scan.is_none()
-                    && self.screen == Screen::Detail
-                    && before == self.detail_offset
-                {
-                    self.status = if d > 0 {
-                        "this is the last message".into()
-                    } else {
-                        "this is the first message".into()
-                    };
-                }
-            }
-            (Screen::Results, _) | (Screen::Detail, DetailSource::Results) => self.next_result(d),
-            (Screen::Detail, _) => {
-                self.status = "n/N step through a message list or search results".into()
-            }
-            _ => {}
-        }
-    }
-
-    fn next_result(&mut self, d: i64) {
-        let order = self.result_order();
-        if order.is_empty() {
-            self.status = "no search results".into();
-            return;
-        }
-        let n = order.len() as i64;
-        self.result_sel = (self.result_sel as i64 + d).clamp(0, n - 1) as usize;
-        if self.screen == Screen::Detail {
-            self.detail_offset = Some(self.results[order[self.result_sel]]);
-            self.detail_scroll = 0;
-        }
-        self.status = format!("result {}/{}", self.result_sel + 1, n);
-    }
-
-    fn set_filter(&mut self, text: &str) {
-        match MessageFilter::parse(text) {
-            Ok(None) => {
-                self.msg_filter = None;
-                self.status = "filter off".into();
-            }
-            Ok(Some(f)) => {
-                self.status = format!("filter: {}", f.describe());
-                self.msg_filter = Some((text.to_string(), f));
-            }
-            Err(e) => {
-                self.status = format!("bad filter: {e}");
-                return;
-            }
-        }
-        self.stop_filter_count();
-        // from the list or a message opened from it: the list follows the new filter
-        let in_list = self.screen == Screen::Messages
-            || (self.screen == Screen::Detail && self.detail_source == DetailSource::Queue);
-        if in_list {
-            self.page_scan = None;
-            self.rows.clear();
-            if self.msg_filter.is_some() {
-                self.start_filter_count();
-            }
-            self.refill();
-        }
-    }
-
-    fn start_filter_count(&mut self) {
-        self.stop_filter_count();
-        let (Some((_, filter)), Some(cq), Some((min, max))) =
-            (self.msg_filter.clone(), self.list_cq(), self.queue_bounds())
-        else {
-            return;
-        };
-        let progress = Arc::new(MatchCount::default());
-        let shared = progress.clone();
-        let reader = self.reader.clone();
-        std::thread::spawn(move || count_matches(&reader, cq, (min, max), &filter, &shared));
-        self.filter_count = Some(FilterCount {
-            progress,
-            total: max.saturating_sub(min),
-            reported: false,
-        });
-    }
-
-    fn stop_filter_count(&mut self) {
-        if let Some(c) = self.filter_count.take() {
-            c.progress.cancel.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// Wait for the match count of the queue's filter (tests).
-    pub fn finish_filter_count(&self) -> Option<u64> {
-        let c = self.filter_count.as_ref()?;
-        while !c.progress.done.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        Some(c.progress.matched.load(Ordering::Relaxed))
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // The detail view
-
-    pub fn open_detail(&mut self, offset: u64) {
-        if self.screen != Screen::Detail {
-            self.detail_history.clear();
-        }
-        self.detail_offset = Some(offset);
-        self.detail_scroll = 0;
-        self.detail_source = DetailSource::Elsewhere;
-        self.go(Screen::Detail);
-    }
-
-    fn shown_message(&self) -> Option<u64> {
-        match self.screen {
-            Screen::Detail => self.detail_offset,
-            Screen::Messages => self
-                .rows
-                .iter()
-                .find(|r| r.queue_offset == self.msg_sel)
-                .map(|r| r.offset),
-            Screen::Results => self
-                .result_order()
-                .get(self.result_sel)
-                .map(|&i| self.results[i]),
-            _ => None,
-        }
-    }
-
-    /// Where a retry or dead-letter copy came from: the offset of the original record.
-    pub fn origin_of(&self, offset: u64) -> Result<u64, String> {
-        let loc = match self.reader.message_at(offset) {
-            Ok(Some(l)) => l,
-            _ => return Err("message not readable".into()),
-        };
-        let m = &loc.message;
-        if !m.topic.starts_with(RETRY_PREFIX) && !m.topic.starts_with(DLQ_PREFIX) {
-            return Err("o works on a %RETRY% or %DLQ% copy; this message is the original".into());
-        }
-        let Some(id) = m.property(prop::ORIGIN_MESSAGE_ID) else {
-            return Err("the copy has no ORIGIN_MESSAGE_ID property".into());
-        };
-        // the broker records the original's offset message id; a client may send its UNIQ_KEY
-        if let Some(l) = self.reader.by_offset_msg_id(&id) {
-            if let Some(r) = l.record {
-                return Ok(r.message.position);
-            }
-        }
-        let topic = m.property(prop::RETRY_TOPIC);
-        let found = self.reader.by_uniq_key(&id, topic.as_deref(), 64);
-        found.offsets.first().copied().ok_or_else(|| {
-            format!(
-                "the original {id} of {} is no longer in the store",
-                topic.as_deref().unwrap_or("its topic")
-            )
-        })
-    }
-
-    /// `o`: open the message a retry or dead-letter copy was made from.
-    fn open_origin(&mut self) {
-        let Some(o) = self.shown_message() else {
-            self.status = "open a message first".into();
-            return;
-        };
-        match self.origin_of(o) {
-            Ok(origin) => {
-                if self.screen == Screen::Detail {
-                    self.detail_history.push((o, self.detail_source));
-                }
-                self.open_detail(origin);
-                self.status = format!("origin of the copy at commitlog offset {o}");
-            }
-            Err(e) => self.status = e,
-        }
-    }
-
-    /// `c`: the offset message id of the message on the clipboard.
-    fn copy_id(&mut self) {
-        let Some(o) = self.shown_message() else {
-            self.status = "select a message first".into();
-            return;
-        };
-        if let Ok(Some(l)) = self.reader.message_at(o) {
-            let id = l.message.offset_msg_id();
-            self.status = format!("copied {id}");
-            self.terminal_request = Some(TerminalRequest::Copy(id));
-        }
-    }
-
-    fn body_of(&self, o: u64) -> Option<Vec<u8>> {
-        let l = self.reader.message_at(o).ok()??;
-        let m = &l.message;
-        Some(
-            m.decompressed_body()
-                .map(|b| b.into_owned())
-                .unwrap_or_else(|_| m.body.to_vec()),
-        )
-    }
-
-    /// `C`: the body (decompressed) on the clipboard, when it is text.
-    fn copy_body(&mut self) {
-        let Some(body) = self.shown_message().and_then(|o| self.body_of(o)) else {
-            self.status = "select a message first".into();
-            return;
-        };
-        match String::from_utf8(body) {
-            Ok(text) => {
-                self.status = format!("copied the body ({} bytes)", text.len());
-                self.terminal_request = Some(TerminalRequest::Copy(text));
-            }
-            Err(_) => self.status = "the body is binary: p shows it in the pager".into(),
-        }
-    }
-
-    /// `p`: the body in the pager.
-    fn page_body(&mut self) {
-        match self.shown_message().and_then(|o| self.body_of(o)) {
-            Some(body) => self.terminal_request = Some(TerminalRequest::Page(body)),
-            None => self.status = "select a message first".into(),
-        }
-    }
-
-    /// What a key asked the terminal to do, once.
-    pub fn take_terminal_request(&mut self) -> Option<TerminalRequest> {
-        self.terminal_request.take()
-    }
-
-    // ----------------------------------------------------------------------------------------
     // Health
 
-    fn jump_to_finding(&mut self, f: &Finding) {
+    pub(super) fn jump_to_finding(&mut self, f: &Finding) {
         let store = self.store();
         let path = if f.file.is_absolute() {
             f.file.clone()
@@ -1378,7 +707,7 @@ impl App {
     // ----------------------------------------------------------------------------------------
     // The input line
 
-    fn submit(&mut self, kind: InputKind, text: &str) {
+    pub(super) fn submit(&mut self, kind: InputKind, text: &str) {
         match kind {
             InputKind::Search => self.search(text),
             InputKind::Goto => self.goto(text),
@@ -1479,61 +808,5 @@ impl App {
         self.open_queue(&topic, q, target);
         self.finish_scan();
         self.status = format!("{what}: queue offset {}", self.msg_sel);
-    }
-
-    /// `y`: ask where to save the shown message as JSON, offering a file in the working folder
-    /// (or the home folder when the working folder lies in the store).
-    fn save_prompt(&mut self) {
-        let Some(o) = self.detail_offset.filter(|_| self.screen == Screen::Detail) else {
-            self.status = "open a message first".into();
-            return;
-        };
-        let name = format!("rmqstore-message-{o}.json");
-        let here = std::env::current_dir().unwrap_or_default();
-        let dir = match crate::format::layout::ensure_outside_stores(&here.join(&name), "", false) {
-            Ok(()) => here,
-            Err(_) => std::env::var_os("HOME")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(std::env::temp_dir),
-        };
-        self.input = Some((InputKind::SavePath, dir.join(name).display().to_string()));
-        self.status = "Enter saves the message to this file, Esc cancels".into();
-    }
-
-    /// Save the shown message as JSON to `path`, which must lie outside every store and must
-    /// not exist yet.
-    fn save_message(&mut self, path: &str) {
-        let Some(o) = self.detail_offset else {
-            return;
-        };
-        let path = std::path::Path::new(path);
-        if path.as_os_str().is_empty() {
-            self.status = "cancelled".into();
-            return;
-        }
-        if let Err(e) = crate::format::layout::ensure_outside_stores(path, "the file", false) {
-            self.status = format!("not saved: {e}");
-            return;
-        }
-        match self.reader.message_at(o) {
-            Ok(Some(loc)) => {
-                let j = crate::commands::output::MessageJson::new(
-                    &loc.message,
-                    loc.file,
-                    crate::commands::output::BodyMode::Auto,
-                );
-                let text = serde_json::to_string_pretty(&j).unwrap_or_default();
-                let written = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
-                self.status = match written {
-                    Ok(()) => format!("message written to {}", path.display()),
-                    Err(e) => format!("not saved: {}: {e}", path.display()),
-                };
-            }
-            _ => self.status = "message not readable".into(),
-        }
     }
 }

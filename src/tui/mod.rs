@@ -1,9 +1,11 @@
 //! `rmqstore tui`: a read-only terminal browser for support engineers. `app` holds the state and
-//! what keys do (`paging`, `filter` and `model` behind it), `ui`, `detail` and `health` draw it
+//! what keys do (with `lists`, `queue_list`, `actions`, and `paging`, `filter` and `model`
+//! behind them), `ui`, `detail` and `health` draw it
 //! (`columns` sizes lists, `keys` names the keys); this module owns the terminal and the event
 //! loop, does what only the terminal can (clipboard, pager), and always restores the terminal
 //! (also on panic).
 
+pub mod actions;
 pub mod app;
 pub mod clipboard;
 pub mod columns;
@@ -11,8 +13,10 @@ pub mod detail;
 pub mod filter;
 pub mod health;
 pub mod keys;
+pub mod lists;
 pub mod model;
 pub mod paging;
+pub mod queue_list;
 pub mod time;
 pub mod ui;
 
