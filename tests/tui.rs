@@ -669,6 +669,7 @@ fn a_healthy_store_says_so_with_the_right_plural() {
     assert!(has(&s, "dropped") && !has(&s, "1. no abort file"), "{s:#?}");
     assert_eq!(rmqstore::tui::app::count_of(1, "finding"), "1 finding");
     assert_eq!(rmqstore::tui::app::count_of(2, "finding"), "2 findings");
+    assert_eq!(rmqstore::tui::app::plural(1, "match", "matches"), "1 match");
 }
 
 #[test]

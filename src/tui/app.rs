@@ -219,7 +219,8 @@ pub fn sort_names(screen: Screen) -> &'static [&'static str] {
     }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
+/// `n` and the noun in the right number (`1 match`, `2 matches`).
+pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

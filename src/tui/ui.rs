@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
-use super::app::{count_of, sort_names, App, InputKind, Screen};
+use super::app::{count_of, plural, sort_names, App, InputKind, Screen};
 use super::columns::{cut, fit, Column, SPACING};
 use super::keys::{hints, HELP};
 use super::time::{format_utc, ZONE};
@@ -386,7 +386,7 @@ fn messages(f: &mut Frame<'_>, app: &App, area: Rect) {
                 format!(
                     ", {}: {} in {} offsets",
                     mf.describe(),
-                    count_of(matched as usize, "match").replace("matchs", "matches"),
+                    plural(matched as usize, "match", "matches"),
                     scanned
                 )
             } else {
