@@ -1,28 +1,42 @@
-//! The terminal browser: views rendered with ratatui's TestBackend for a fixture store, keys
-//! driven through the app state, and the real binary in tmux on an oracle store.
+//! The terminal browser: views rendered with ratatui's TestBackend for a fixture store at 80x24
+//! and 200x50, keys driven through the app state, and the real binary in tmux.
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
+use ratatui::style::Modifier;
 use ratatui::Terminal;
+use rmqstore::engine::filter::TagFilter;
 use rmqstore::engine::Store;
+use rmqstore::format::commitlog::prop;
 use rmqstore::format::geometry::GeometryInputs;
-use rmqstore::tui::app::{BodyView, Screen};
+use rmqstore::tui::app::{BodyView, DetailSource, HealthState, Screen, TerminalRequest};
+use rmqstore::tui::time::format_utc;
 use rmqstore::tui::{ui, App};
 
 fn app(root: &Path) -> App {
     App::new(Store::open(root, &GeometryInputs::default()).unwrap())
 }
 
-fn fixture() -> std::path::PathBuf {
+fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
+}
+
+/// An oracle store; missing, the test is skipped with a message, or fails under CI.
+fn oracle(name: &str) -> Option<PathBuf> {
+    let found = common::oracle(name);
+    if found.is_none() && std::env::var_os("CI").is_some() {
+        panic!("oracle store {name} is missing under CI");
+    }
+    found
 }
 
 fn key(app: &mut App, c: KeyCode) {
     app.on_key(KeyEvent::new(c, KeyModifiers::NONE));
+    app.finish_scan();
 }
 
 fn typed(app: &mut App, s: &str) {
@@ -31,54 +45,85 @@ fn typed(app: &mut App, s: &str) {
     }
 }
 
+fn command(app: &mut App, k: char, text: &str) {
+    key(app, KeyCode::Char(k));
+    typed(app, text);
+    key(app, KeyCode::Enter);
+}
+
 /// Render at `w`x`h` and return the screen as text lines.
 fn screen(app: &mut App, w: u16, h: u16) -> Vec<String> {
+    render(app, w, h).0
+}
+
+fn render(app: &mut App, w: u16, h: u16) -> (Vec<String>, ratatui::buffer::Buffer) {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| ui::draw(f, app)).unwrap();
     let buf = t.backend().buffer().clone();
-    (0..h)
+    let lines = (0..h)
         .map(|y| {
             (0..w)
                 .map(|x| buf[(x, y)].symbol().to_string())
                 .collect::<String>()
         })
-        .collect()
+        .collect();
+    (lines, buf)
 }
 
 fn has(lines: &[String], s: &str) -> bool {
     lines.iter().any(|l| l.contains(s))
 }
 
+fn select_topic(a: &mut App, name: &str) {
+    let i = a
+        .topic_order()
+        .iter()
+        .position(|&i| a.topics[i].name == name);
+    a.topic_sel = i.unwrap();
+}
+
+/// The queue offsets of the messages of a queue that `query --tag` finds.
+fn tag_matches(a: &App, topic: &str, queue: i32, expr: &str) -> Vec<u64> {
+    let f = TagFilter::parse(expr).unwrap();
+    let (hits, _) = a
+        .reader
+        .by_queue_offset(topic, queue, 0, usize::MAX, &f)
+        .unwrap();
+    hits.iter().map(|h| h.queue_offset.unwrap()).collect()
+}
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
+
 #[test]
-fn topics_view_lists_topics_with_counts_and_system_topics_apart() {
+fn topics_view_lists_topics_with_counts_and_marks_every_system_topic() {
     let mut a = app(&fixture());
-    let s = screen(&mut a, 80, 24);
-    assert!(has(&s, "OrderTopic"), "{s:#?}");
-    assert!(has(&s, "[system] %DLQ%OrderGroup"));
-    // ordinary topics come before system topics
-    let pos = |n: &str| s.iter().position(|l| l.contains(n)).unwrap();
-    assert!(pos("PaymentTopic") < pos("SCHEDULE_TOPIC_XXXX"));
-    // counts come from the consume queues
-    let order = a.topics.iter().find(|t| t.name == "OrderTopic").unwrap();
-    assert_eq!(order.queues.len(), 4);
-    assert!(has(&s, &order.messages().to_string()));
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        assert!(has(&s, "OrderTopic"), "{s:#?}");
+        assert!(has(&s, "[system] %DLQ%OrderGroup"), "{s:#?}");
+        assert!(has(&s, "[system] %RETRY%OrderGroup"), "{s:#?}");
+        assert!(has(&s, "[system] SCHEDULE_TOPIC_XXXX"), "{s:#?}");
+        let pos = |n: &str| s.iter().position(|l| l.contains(n)).unwrap();
+        assert!(pos("PaymentTopic") < pos("SCHEDULE_TOPIC_XXXX"));
+        let order = a.topics.iter().find(|t| t.name == "OrderTopic").unwrap();
+        assert_eq!(order.queues.len(), 4);
+        assert!(has(&s, &order.messages().to_string()));
+        // the key bar names this screen's keys
+        assert!(s[h as usize - 1].contains("Enter queues"), "{s:#?}");
+        assert!(has(&s, "topics"), "{s:#?}");
+    }
 }
 
 #[test]
 fn navigate_to_a_message_and_back() {
     let mut a = app(&fixture());
-    let ti = a
-        .topics
-        .iter()
-        .position(|t| t.name == "OrderTopic")
-        .unwrap();
-    for _ in 0..ti {
-        key(&mut a, KeyCode::Down);
-    }
+    select_topic(&mut a, "OrderTopic");
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen, Screen::Queues);
-    let s = screen(&mut a, 80, 24);
-    assert!(has(&s, "LAG BY GROUP") && has(&s, "OrderGroup:"), "{s:#?}");
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        assert!(has(&s, "LAG BY GROUP") && has(&s, "OrderGroup:"), "{s:#?}");
+    }
     key(&mut a, KeyCode::Char('j'));
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen, Screen::Messages);
@@ -95,7 +140,6 @@ fn navigate_to_a_message_and_back() {
         "{s:#?}"
     );
     assert!(has(&s, "UNIQ_KEY") && has(&s, "CLUSTER"));
-    // body views cycle; the raw record view marks the header fields
     key(&mut a, KeyCode::Char('t'));
     assert_eq!(a.body_view, BodyView::Json);
     key(&mut a, KeyCode::Char('t'));
@@ -117,78 +161,401 @@ fn navigate_to_a_message_and_back() {
 }
 
 #[test]
-fn search_by_key_uniq_key_and_msg_id() {
+fn messages_at_80_columns_show_the_whole_time_and_msg_id() {
     let mut a = app(&fixture());
-    // pick a real message to look for
-    a.open_queue("PaymentTopic", 2, 3);
-    let row = a.rows.iter().find(|r| r.queue_offset == 3).unwrap().clone();
-    let loc = a.reader.message_at(row.offset).unwrap().unwrap();
-    let uniq = loc.message.uniq_key().unwrap().into_owned();
-    key(&mut a, KeyCode::Char('/'));
-    typed(&mut a, &row.msg_id);
-    key(&mut a, KeyCode::Enter);
-    assert_eq!(a.results, vec![row.offset]);
-    assert_eq!(a.screen, Screen::Results);
-    key(&mut a, KeyCode::Char('/'));
-    typed(&mut a, &uniq);
-    key(&mut a, KeyCode::Enter);
-    assert_eq!(a.results, vec![row.offset], "{}", a.status);
-    key(&mut a, KeyCode::Char('n'));
-    assert_eq!(a.screen, Screen::Detail);
-    assert_eq!(a.detail_offset, Some(row.offset));
-    // a key with many hits
-    key(&mut a, KeyCode::Char('/'));
-    typed(&mut a, "hot-key-3");
-    key(&mut a, KeyCode::Enter);
-    assert!(a.results.len() > 5, "{}", a.status);
-    let s = screen(&mut a, 100, 30);
-    assert!(has(&s, "'hot-key-3'"), "{s:#?}");
-    for &o in &a.results {
-        let m = a.reader.message_at(o).unwrap().unwrap();
-        assert!(m.message.keys().iter().any(|k| k == "hot-key-3"));
+    a.open_queue("OrderTopic", 0, 0);
+    for (w, h) in SIZES {
+        a.page = h as usize;
+        a.load_rows();
+        let (s, buf) = render(&mut a, w, h);
+        let row = a.rows[0].clone();
+        let stamp = format_utc(row.store_timestamp);
+        let line = s
+            .iter()
+            .find(|l| l.contains(&row.msg_id))
+            .unwrap_or_else(|| panic!("msg id {} cut at {w}: {s:#?}", row.msg_id));
+        assert!(line.contains(&stamp), "time {stamp} cut at {w}: {line}");
+        assert!(has(&s, "STORED (UTC)"));
+        // the selected row is marked without colours: "> " and reversed video
+        let y = s.iter().position(|l| l.contains(&row.msg_id)).unwrap();
+        assert!(
+            s[y].chars().skip(1).collect::<String>().starts_with("> "),
+            "{}",
+            s[y]
+        );
+        assert!(buf[(3, y as u16)].modifier.contains(Modifier::REVERSED));
+        // the line under the list spells the selected row out
+        let or_dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        let spelled = format!(
+            "qoffset {}  tags {}  keys {}",
+            row.queue_offset,
+            or_dash(&row.tags),
+            or_dash(&row.keys)
+        );
+        assert!(has(&s, &spelled), "{s:#?}");
+        if w == 80 {
+            // what does not fit ends in an ellipsis, nothing runs into the next column
+            assert!(s.iter().all(|l| l.chars().count() == 80));
+        }
     }
 }
 
 #[test]
-fn goto_offset_and_time_and_filter_by_tag() {
+fn tag_filter_pages_through_the_whole_queue() {
+    let mut a = app(&fixture());
+    let want = tag_matches(&a, "AuditTopic", 1, "TagB");
+    assert!(want.len() > 30, "{want:?}");
+    a.page = 10;
+    a.open_queue("AuditTopic", 1, 0);
+    command(&mut a, 'f', "TagB");
+    assert_eq!(a.rows.len(), 10);
+    assert!(a.rows.iter().all(|r| r.tags == "TagB"));
+    assert_eq!(a.msg_sel, want[0]);
+    // PgDn walks the matches page by page to the last one
+    let mut seen: Vec<u64> = a.rows.iter().map(|r| r.queue_offset).collect();
+    for _ in 0..20 {
+        key(&mut a, KeyCode::PageDown);
+        for r in &a.rows {
+            if !seen.contains(&r.queue_offset) {
+                seen.push(r.queue_offset);
+            }
+        }
+    }
+    assert_eq!(seen, want);
+    assert!(a.status.contains("no more matching"), "{}", a.status);
+    // End shows the last page of matches, Home the first
+    key(&mut a, KeyCode::Home);
+    key(&mut a, KeyCode::End);
+    assert_eq!(a.msg_sel, *want.last().unwrap());
+    let last: Vec<u64> = a.rows.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(last, want[want.len() - 10..]);
+    key(&mut a, KeyCode::Home);
+    assert_eq!(a.msg_sel, want[0]);
+    // PgDn then PgUp comes back to the first page
+    key(&mut a, KeyCode::PageDown);
+    assert_eq!(a.rows[0].queue_offset, want[10]);
+    key(&mut a, KeyCode::PageUp);
+    let page: Vec<u64> = a.rows.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(page, want[..10]);
+    key(&mut a, KeyCode::Home);
+    // Down past the page scrolls to the next match, Up back
+    for _ in 0..10 {
+        key(&mut a, KeyCode::Down);
+    }
+    assert_eq!(a.msg_sel, want[10]);
+    assert_eq!(a.rows.first().unwrap().queue_offset, want[1]);
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.msg_sel, want[9]);
+    // the whole queue's count, as `query --tag` finds
+    assert_eq!(a.finish_filter_count(), Some(want.len() as u64));
+    let s = screen(&mut a, 200, 20);
+    assert!(
+        has(&s, &format!("tag TagB: {} matches", want.len())),
+        "{s:#?}"
+    );
+    // `f` then an empty line turns it off
+    command(&mut a, 'f', "");
+    assert!(a.msg_filter.is_none());
+    assert_eq!(a.rows.len(), a.page);
+    assert!(a.rows.iter().any(|r| r.tags != "TagB"));
+}
+
+#[test]
+fn a_page_scan_runs_in_bounded_steps_and_counts_what_it_read() {
+    use rmqstore::tui::filter::MessageFilter;
+    use rmqstore::tui::paging::{Direction, PageScan, Placement};
+    let a = app(&fixture());
+    let cq = a.store().queue("AuditTopic", 1).unwrap();
+    let want = tag_matches(&a, "AuditTopic", 1, "TagB");
+    let filter = MessageFilter::parse("TagB").unwrap().unwrap();
+    let bounds = (
+        0,
+        a.store()
+            .queue("AuditTopic", 1)
+            .unwrap()
+            .max_offset()
+            .unwrap(),
+    );
+    let place = Placement::PageFromFirst { keep: None };
+    // forward: ten units a step until a page of five matches is found
+    let mut scan = PageScan::new(Direction::Forward, 0, bounds, 5, place);
+    let mut steps = 0;
+    while !scan.step(&a.reader, cq, Some(&filter), 10) {
+        steps += 1;
+        assert_eq!(
+            scan.scanned,
+            10 * steps,
+            "each step reads at most its budget"
+        );
+    }
+    let got: Vec<u64> = scan.found.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(got, want[..5]);
+    assert!(scan.scanned <= want[4] + 1);
+    // backward from the end: the last five, in order
+    let mut scan = PageScan::new(
+        Direction::Backward,
+        bounds.1,
+        bounds,
+        5,
+        Placement::PageToLast,
+    );
+    while !scan.step(&a.reader, cq, Some(&filter), 7) {}
+    let got: Vec<u64> = scan.found.iter().map(|r| r.queue_offset).collect();
+    assert_eq!(got, want[want.len() - 5..]);
+}
+
+#[test]
+fn filter_by_key_property_and_body() {
+    let mut a = app(&fixture());
+    a.open_queue("%DLQ%OrderGroup", 0, 0);
+    command(&mut a, 'f', "key:key-25");
+    assert!(!a.rows.is_empty(), "{}", a.status);
+    assert!(a
+        .rows
+        .iter()
+        .all(|r| r.keys.split(' ').any(|k| k == "key-25")));
+    command(&mut a, 'f', "prop:RETRY_TOPIC=OrderTopic");
+    let n = a.finish_filter_count().unwrap();
+    assert_eq!(
+        n,
+        a.list_queue().unwrap().messages(),
+        "every DLQ copy came from OrderTopic"
+    );
+    command(&mut a, 'f', "prop:RETRY_TOPIC=PaymentTopic");
+    assert!(a.rows.is_empty());
+    assert!(a.status.contains("no matching message"), "{}", a.status);
+    command(&mut a, 'f', "body:\"invoice\"");
+    for r in &a.rows {
+        let m = a.reader.message_at(r.offset).unwrap().unwrap();
+        let body = m.message.decompressed_body().unwrap();
+        assert!(String::from_utf8_lossy(&body).contains("\"invoice\""));
+    }
+    assert!(!a.rows.is_empty());
+    command(&mut a, 'f', "prop:=x");
+    assert!(a.status.starts_with("bad filter"), "{}", a.status);
+}
+
+#[test]
+fn n_and_shift_n_move_through_messages_also_in_the_detail_view() {
+    let mut a = app(&fixture());
+    a.open_queue("OrderTopic", 2, 5);
+    key(&mut a, KeyCode::Char('n'));
+    assert_eq!(a.msg_sel, 6);
+    assert_eq!(a.screen, Screen::Messages);
+    key(&mut a, KeyCode::Char('N'));
+    key(&mut a, KeyCode::Char('N'));
+    assert_eq!(a.msg_sel, 4);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.detail_source, DetailSource::Queue);
+    let first = a.detail_offset;
+    key(&mut a, KeyCode::Char('n'));
+    assert_eq!(a.screen, Screen::Detail);
+    assert_ne!(a.detail_offset, first);
+    let s = screen(&mut a, 80, 24);
+    assert!(has(&s, "OrderTopic / 2  queue offset 5"), "{s:#?}");
+    // an old search does not take over n in a queue
+    a.results = vec![0];
+    key(&mut a, KeyCode::Char('n'));
+    assert!(has(&screen(&mut a, 80, 24), "queue offset 6"));
+    // with a filter, n steps through the matches
+    key(&mut a, KeyCode::Esc);
+    command(&mut a, 'f', "TagB");
+    let want = tag_matches(&a, "OrderTopic", 2, "TagB");
+    key(&mut a, KeyCode::Home);
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('n'));
+    key(&mut a, KeyCode::Char('n'));
+    assert_eq!(a.msg_sel, want[2]);
+    let m = a
+        .reader
+        .message_at(a.detail_offset.unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.message.queue_offset, want[2] as i64);
+}
+
+#[test]
+fn detail_scroll_stops_at_the_last_line_and_survives_view_changes() {
+    let mut a = app(&fixture());
+    a.open_queue("OrderTopic", 0, 0);
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('t'));
+    key(&mut a, KeyCode::Char('t'));
+    assert_eq!(a.body_view, BodyView::Hex);
+    screen(&mut a, 80, 24);
+    key(&mut a, KeyCode::End);
+    let s = screen(&mut a, 80, 24);
+    assert!(a.detail_scroll > 0);
+    // the last line of the view sits at the bottom of the pane: no blank page
+    assert!(
+        s[20].trim_matches(|c| c == '│' || c == ' ').len() > 4,
+        "{s:#?}"
+    );
+    let at_end = a.detail_scroll;
+    key(&mut a, KeyCode::Down);
+    screen(&mut a, 80, 24);
+    assert_eq!(a.detail_scroll, at_end);
+    key(&mut a, KeyCode::Home);
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Char('t'));
+    screen(&mut a, 80, 24);
+    assert_eq!(a.detail_scroll, 2, "t keeps the place");
+    // a status message goes away with the view it was about
+    a.status = "something about the message".into();
+    key(&mut a, KeyCode::Esc);
+    assert!(a.status.is_empty());
+}
+
+#[test]
+fn detail_words_flags_and_transactions() {
+    let mut a = app(&fixture());
+    let mut compressed = None;
+    let mut commit = None;
+    let r = a.reader.scan(usize::MAX, |m| {
+        m.is_compressed()
+            || m.transaction_type() != rmqstore::format::commitlog::TransactionType::Not
+    });
+    for &o in &r.offsets {
+        let m = a.reader.message_at(o).unwrap().unwrap().message;
+        if m.is_compressed() && compressed.is_none() {
+            compressed = Some(o);
+        }
+        if m.transaction_type() == rmqstore::format::commitlog::TransactionType::Commit {
+            commit = commit.or(Some(o));
+        }
+    }
+    a.open_detail(compressed.unwrap());
+    let s = screen(&mut a, 200, 50);
+    assert!(has(&s, "compressed ("), "{s:#?}");
+    assert!(has(&s, "transaction         not a transaction"), "{s:#?}");
+    assert!(!has(&s, "Some("), "{s:#?}");
+    assert!(!has(&s, "(Not)"), "{s:#?}");
+    a.open_detail(commit.unwrap());
+    let s = screen(&mut a, 200, 50);
+    assert!(has(&s, "transaction         commit"), "{s:#?}");
+}
+
+#[test]
+fn search_by_key_uniq_key_and_msg_id() {
+    let mut a = app(&fixture());
+    a.open_queue("PaymentTopic", 2, 3);
+    let row = a.rows.iter().find(|r| r.queue_offset == 3).unwrap().clone();
+    let loc = a.reader.message_at(row.offset).unwrap().unwrap();
+    let uniq = loc.message.uniq_key().unwrap().into_owned();
+    command(&mut a, 'F', &row.msg_id);
+    assert_eq!(a.results, vec![row.offset]);
+    assert_eq!(a.screen, Screen::Results);
+    command(&mut a, 'F', &uniq);
+    assert_eq!(a.results, vec![row.offset], "{}", a.status);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Detail);
+    assert_eq!(a.detail_offset, Some(row.offset));
+    command(&mut a, 'F', "hot-key-3");
+    assert!(a.results.len() > 5, "{}", a.status);
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        assert!(has(&s, "'hot-key-3'"), "{s:#?}");
+        assert!(has(&s, "STORED (UTC)"), "{s:#?}");
+    }
+    for &o in &a.results {
+        let m = a.reader.message_at(o).unwrap().unwrap();
+        assert!(m.message.keys().iter().any(|k| k == "hot-key-3"));
+    }
+    // n/N move through the results, in the list and in the detail view
+    key(&mut a, KeyCode::Char('n'));
+    assert_eq!(a.result_sel, 1);
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Char('n'));
+    assert_eq!(a.detail_offset, Some(a.results[2]));
+}
+
+#[test]
+fn goto_reads_times_in_utc_and_honours_offsets() {
     let mut a = app(&fixture());
     a.open_queue("AuditTopic", 1, 0);
-    key(&mut a, KeyCode::Char('g'));
-    typed(&mut a, "40");
-    key(&mut a, KeyCode::Enter);
+    command(&mut a, 'g', "40");
     assert_eq!(a.msg_sel, 40);
-    assert!(a.rows.iter().any(|r| r.queue_offset == 40));
     let ts = a
         .rows
         .iter()
         .find(|r| r.queue_offset == 40)
         .unwrap()
         .store_timestamp;
-    key(&mut a, KeyCode::Char('g'));
-    typed(&mut a, &ts.to_string());
-    key(&mut a, KeyCode::Enter);
+    command(&mut a, 'g', &ts.to_string());
     assert_eq!(a.msg_sel, 40, "{}", a.status);
-    key(&mut a, KeyCode::Char('f'));
-    typed(&mut a, "TagA || TagB");
-    key(&mut a, KeyCode::Enter);
-    a.load_rows();
-    assert!(!a.rows.is_empty());
-    assert!(a.rows.iter().all(|r| r.tags == "TagA" || r.tags == "TagB"));
-    // a bad expression is reported in the status line, not a crash
-    key(&mut a, KeyCode::Char('g'));
-    typed(&mut a, "not a time");
-    key(&mut a, KeyCode::Enter);
+    // the time as the list shows it (UTC, no zone) lands on the same message
+    command(&mut a, 'g', "0");
+    command(&mut a, 'g', &format_utc(ts));
+    assert_eq!(a.msg_sel, 40, "{}", a.status);
+    // the same instant written in +08:00
+    let shanghai = chrono::DateTime::from_timestamp_millis(ts + 8 * 3_600_000)
+        .unwrap()
+        .format("%Y-%m-%dT%H:%M:%S%.3f+08:00")
+        .to_string();
+    command(&mut a, 'g', "0");
+    command(&mut a, 'g', &shanghai);
+    assert_eq!(a.msg_sel, 40, "{}", a.status);
+    command(&mut a, 'g', "not a time");
     assert!(a.status.contains("not a queue offset or a time"));
 }
 
 #[test]
-fn groups_and_health_views() {
+fn groups_lag_matches_info_and_drills_down_to_queues() {
     let mut a = app(&fixture());
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rmqstore"))
+        .args(["info", "--json"])
+        .arg(fixture())
+        .output()
+        .unwrap();
+    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info_lags: Vec<(String, i64)> = info["group_lag"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["group"].as_str().unwrap().to_string(),
+                g["lag"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    let ours: Vec<(String, i64)> = a
+        .group_summaries
+        .iter()
+        .map(|g| (g.group.clone(), g.lag))
+        .collect();
+    assert_eq!(ours, info_lags);
+    let total: i64 = info_lags.iter().map(|(_, l)| l).sum();
     key(&mut a, KeyCode::Tab);
     assert_eq!(a.screen, Screen::Groups);
-    let s = screen(&mut a, 80, 24);
-    assert!(has(&s, "OrderGroup") && has(&s, "total lag"), "{s:#?}");
-    // the group's dead-letter queue is listed with its size even without an offset on it
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        assert!(has(&s, &format!("total lag {total} ")), "{s:#?}");
+        assert!(has(&s, "OrderGroup") && has(&s, "IN RETRY/DLQ"), "{s:#?}");
+    }
+    let og = a
+        .summary_order()
+        .iter()
+        .position(|&i| a.group_summaries[i].group == "OrderGroup")
+        .expect("OrderGroup listed");
+    a.summary_sel = og;
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::GroupQueues);
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        assert!(
+            has(&s, "OrderTopic") && has(&s, "%DLQ%OrderGroup"),
+            "{s:#?}"
+        );
+    }
+    // the dead-letter queue is listed with its size, without an offset, not as lag
     let dlq = a
         .groups
         .iter()
@@ -198,110 +565,230 @@ fn groups_and_health_views() {
     assert!(dlq.lag > 0);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen, Screen::Messages);
-    key(&mut a, KeyCode::Tab);
-    key(&mut a, KeyCode::Tab);
-    assert_eq!(a.screen, Screen::Health);
-    for _ in 0..600 {
-        a.poll_jobs();
-        if a.health_state == rmqstore::tui::app::HealthState::Done {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(a.health_state, rmqstore::tui::app::HealthState::Done);
-    let s = screen(&mut a, 80, 24);
-    assert!(has(&s, "findings"), "{s:#?}");
-    key(&mut a, KeyCode::Char('?'));
-    let s = screen(&mut a, 80, 24);
-    assert!(has(&s, "search: key, UNIQ_KEY"));
 }
 
 #[test]
-fn renders_at_80x24_and_tiny_sizes_without_panicking() {
+fn a_retry_or_dlq_copy_opens_its_origin() {
     let mut a = app(&fixture());
+    a.open_queue("%DLQ%OrderGroup", 0, 0);
+    key(&mut a, KeyCode::Enter);
+    let copy = a
+        .reader
+        .message_at(a.detail_offset.unwrap())
+        .unwrap()
+        .unwrap();
+    let origin_id = copy
+        .message
+        .property(prop::ORIGIN_MESSAGE_ID)
+        .unwrap()
+        .into_owned();
+    let s = screen(&mut a, 80, 24);
+    assert!(has(&s, "o opens the message"), "{s:#?}");
+    key(&mut a, KeyCode::Char('o'));
+    let m = a
+        .reader
+        .message_at(a.detail_offset.unwrap())
+        .unwrap()
+        .unwrap();
+    assert_eq!(m.message.offset_msg_id(), origin_id);
+    assert_eq!(m.message.topic, "OrderTopic");
+    assert!(a.status.contains("origin of the copy"), "{}", a.status);
+    // on an original, o says why not
+    key(&mut a, KeyCode::Char('o'));
+    assert!(a.status.contains("original"), "{}", a.status);
+    // back returns to the copy
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.screen, Screen::Detail);
+}
+
+fn wait_for_health(a: &mut App) {
+    for _ in 0..1200 {
+        a.poll_jobs();
+        if a.health_state == HealthState::Done && a.recovery.is_some() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("verify did not finish: {:?}", a.health_state);
+}
+
+#[test]
+fn health_shows_a_finding_in_full_and_the_recovery_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("store");
+    common::copy_tree(&fixture(), &root);
+    std::fs::write(root.join("config/delayOffset.json"), "{ not json").unwrap();
+    let mut a = app(&root);
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Tab);
+    assert_eq!(a.screen, Screen::Health);
+    wait_for_health(&mut a);
+    assert!(!a.health.is_empty());
+    let i = a
+        .health
+        .iter()
+        .position(|f| f.file.ends_with("delayOffset.json"))
+        .expect("a finding about delayOffset.json");
+    a.health_sel = a.health_order().iter().position(|&j| j == i).unwrap();
+    let f = a.health[i].clone();
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        let text: String = s.iter().map(|l| l.trim_matches(['│', ' '])).collect();
+        let want: String = f.message.split_whitespace().collect();
+        let got: String = text.split_whitespace().collect();
+        assert!(
+            got.contains(&want),
+            "finding text not in full at {w}: {s:#?}"
+        );
+        assert!(has(&s, "delayOffset.json at byte"), "{s:#?}");
+        assert!(has(&s, &format!("health: {}", a.health.len())), "{s:#?}");
+    }
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Health);
+    assert!(a.status.contains("delayOffset.json"), "{}", a.status);
+    key(&mut a, KeyCode::Char('r'));
+    let s = screen(&mut a, 200, 50);
+    assert!(has(&s, "recovery plan"), "{s:#?}");
+    assert!(has(&s, "1. no abort file"), "{s:#?}");
+}
+
+#[test]
+fn a_healthy_store_says_so_with_the_right_plural() {
+    let mut a = app(&fixture());
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Tab);
+    wait_for_health(&mut a);
+    let s = screen(&mut a, 80, 24);
+    assert!(has(&s, "health: 0 findings"), "{s:#?}");
+    // no findings: the pane shows the recovery plan, and the arrows scroll it
+    assert!(has(&s, "normal"), "{s:#?}");
+    let s = screen(&mut a, 80, 14);
+    assert!(has(&s, "1. no abort file") && !has(&s, "dropped"), "{s:#?}");
+    key(&mut a, KeyCode::End);
+    let s = screen(&mut a, 80, 14);
+    assert!(has(&s, "dropped") && !has(&s, "1. no abort file"), "{s:#?}");
+    assert_eq!(rmqstore::tui::app::count_of(1, "finding"), "1 finding");
+    assert_eq!(rmqstore::tui::app::count_of(2, "finding"), "2 findings");
+    assert_eq!(rmqstore::tui::app::plural(1, "match", "matches"), "1 match");
+}
+
+#[test]
+fn slash_filters_lists_as_you_type_and_s_sorts() {
+    let mut a = app(&fixture());
+    key(&mut a, KeyCode::Char('/'));
+    typed(&mut a, "pay");
+    // applied while typing
+    let names: Vec<&str> = a
+        .topic_order()
+        .iter()
+        .map(|&i| a.topics[i].name.as_str())
+        .collect();
+    assert_eq!(names, ["PaymentTopic"]);
+    key(&mut a, KeyCode::Enter);
+    let s = screen(&mut a, 80, 24);
+    assert!(has(&s, "PaymentTopic") && !has(&s, "OrderTopic"), "{s:#?}");
+    assert_eq!(a.topic().unwrap().name, "PaymentTopic");
+    key(&mut a, KeyCode::Esc);
+    assert!(a.list_filter.is_empty());
+    assert_eq!(
+        a.topic().unwrap().name,
+        "PaymentTopic",
+        "the selection stays"
+    );
+    // a selection made in a filtered list opens that item
+    key(&mut a, KeyCode::Char('/'));
+    typed(&mut a, "dlq");
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Queues);
+    assert_eq!(a.topic().unwrap().name, "%DLQ%OrderGroup");
+    let s = screen(&mut a, 80, 24);
+    assert!(has(&s, "%DLQ%OrderGroup"), "{s:#?}");
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.topic().unwrap().name, "%DLQ%OrderGroup");
+    // sort topics by messages, largest first
+    key(&mut a, KeyCode::Char('s'));
+    let counts: Vec<u64> = a
+        .topic_order()
+        .iter()
+        .map(|&i| a.topics[i].messages())
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+    assert!(a.status.contains("sorted by messages"));
+    // groups by lag
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Char('s'));
+    let lags: Vec<i64> = a
+        .summary_order()
+        .iter()
+        .map(|&i| a.group_summaries[i].lag)
+        .collect();
+    assert!(lags.windows(2).all(|w| w[0] >= w[1]), "{lags:?}");
+    // the loaded messages of a page
+    a.open_queue("OrderTopic", 0, 0);
+    key(&mut a, KeyCode::Char('/'));
+    typed(&mut a, "tagc");
+    key(&mut a, KeyCode::Enter);
+    let shown = a.visible_rows();
+    assert!(!shown.is_empty() && shown.iter().all(|r| r.tags == "TagC"));
+}
+
+#[test]
+fn copy_and_pager_hand_the_message_to_the_terminal() {
+    let mut a = app(&fixture());
+    a.open_queue("OrderTopic", 0, 0);
+    let row = a.rows[0].clone();
+    key(&mut a, KeyCode::Char('c'));
+    assert_eq!(
+        a.take_terminal_request(),
+        Some(TerminalRequest::Copy(row.msg_id.clone()))
+    );
+    assert_eq!(a.take_terminal_request(), None);
+    key(&mut a, KeyCode::Enter);
+    let m = a.reader.message_at(row.offset).unwrap().unwrap();
+    let body = m.message.decompressed_body().unwrap().into_owned();
+    key(&mut a, KeyCode::Char('C'));
+    assert_eq!(
+        a.take_terminal_request(),
+        Some(TerminalRequest::Copy(
+            String::from_utf8(body.clone()).unwrap()
+        ))
+    );
+    key(&mut a, KeyCode::Char('p'));
+    assert_eq!(a.take_terminal_request(), Some(TerminalRequest::Page(body)));
+    assert_eq!(rmqstore::tui::clipboard::osc52("id"), "\x1b]52;c;aWQ=\x07");
+}
+
+#[test]
+fn every_view_renders_readably_at_both_sizes() {
+    let mut a = app(&fixture());
+    key(&mut a, KeyCode::Char('?'));
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        assert!(has(&s, "find a message: key, UNIQ_KEY"), "{s:#?}");
+        // descriptions wrap under themselves, clear of the key column
+        assert!(s.iter().all(|l| !l.starts_with("│prop:")), "{s:#?}");
+    }
+    screen(&mut a, 80, 24);
+    key(&mut a, KeyCode::End);
+    assert!(has(&screen(&mut a, 80, 24), "copy the message id"));
+    assert!(has(
+        &screen(&mut a, 200, 50),
+        "Times are shown and read in UTC"
+    ));
+    key(&mut a, KeyCode::Esc);
     for (w, h) in [(80, 24), (20, 5), (200, 60), (1, 1)] {
         screen(&mut a, w, h);
     }
     a.open_queue("OrderTopic", 0, 0);
     a.open_detail(0);
-    for (w, h) in [(80, 24), (10, 4)] {
-        screen(&mut a, w, h);
-    }
-}
-
-/// The real binary in tmux on an oracle store: type keys, read the screen, quit, and the
-/// terminal comes back (no alternate screen left, the shell prompt is usable).
-#[test]
-fn end_to_end_in_tmux() {
-    let Some(dir) = common::oracle("basic-4.9") else {
-        return;
-    };
-    if std::process::Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_err()
-    {
-        eprintln!("SKIPPED: tmux not installed");
-        return;
-    }
-    let exe = assert_cmd::cargo::cargo_bin("rmqstore");
-    let sock = format!("rmqstore-test-{}", std::process::id());
-    let tmux = |args: &[&str]| {
-        std::process::Command::new("tmux")
-            .arg("-L")
-            .arg(&sock)
-            .args(args)
-            .output()
-            .unwrap()
-    };
-    let cmd = format!(
-        "{} tui {}; echo EXITED-$?; sleep 30",
-        exe.display(),
-        dir.join("store").display()
-    );
-    let o = tmux(&[
-        "new-session",
-        "-d",
-        "-s",
-        "e2e",
-        "-x",
-        "100",
-        "-y",
-        "30",
-        &cmd,
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let capture =
-        || String::from_utf8_lossy(&tmux(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned();
-    let wait_for = |s: &str| {
-        for _ in 0..100 {
-            let c = capture();
-            if c.contains(s) {
-                return c;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
+    for (w, h) in [(80, 24), (200, 50), (10, 4)] {
+        let s = screen(&mut a, w, h);
+        if w >= 80 {
+            assert!(has(&s, "commitlog offset"), "{s:#?}");
+            assert!(s[h as usize - 1].contains("n/N next/prev"), "{s:#?}");
         }
-        panic!("screen never showed {s:?}:\n{}", capture());
-    };
-    wait_for("TopicA");
-    tmux(&["send-keys", "-t", "e2e", "Enter"]);
-    wait_for("LAG BY GROUP");
-    tmux(&["send-keys", "-t", "e2e", "Enter"]);
-    wait_for("QOFFSET");
-    tmux(&["send-keys", "-t", "e2e", "Enter"]);
-    let c = wait_for("topic / queue");
-    assert!(c.contains("TopicA / 0  queue offset 0"), "{c}");
-    tmux(&["send-keys", "-t", "e2e", "/"]);
-    tmux(&["send-keys", "-t", "e2e", "-l", "key-0"]);
-    tmux(&["send-keys", "-t", "e2e", "Enter"]);
-    wait_for("'key-0'");
-    tmux(&["send-keys", "-t", "e2e", "q"]);
-    let c = wait_for("EXITED-0");
-    assert!(
-        !c.contains("QOFFSET"),
-        "the browser screen was left behind:\n{c}"
-    );
-    tmux(&["kill-server"]);
+    }
 }
 
 #[test]
@@ -310,14 +797,10 @@ fn esc_stops_a_running_verify() {
     key(&mut a, KeyCode::Tab);
     key(&mut a, KeyCode::Tab);
     assert_eq!(a.screen, Screen::Health);
-    if matches!(
-        a.health_state,
-        rmqstore::tui::app::HealthState::Running { .. }
-    ) {
+    if matches!(a.health_state, HealthState::Running { .. }) {
         key(&mut a, KeyCode::Esc);
-        assert_eq!(a.health_state, rmqstore::tui::app::HealthState::NotStarted);
+        assert_eq!(a.health_state, HealthState::NotStarted);
         assert_eq!(a.screen, Screen::Health);
-        // its late result is dropped
         std::thread::sleep(std::time::Duration::from_millis(300));
         a.poll_jobs();
         assert!(a.health.is_empty());
@@ -327,7 +810,6 @@ fn esc_stops_a_running_verify() {
 #[test]
 fn detail_shows_a_text_body_and_a_decompressed_one() {
     let mut a = app(&fixture());
-    // find a plain UTF-8 body and a compressed body in OrderTopic queue 0
     let store = a.store();
     let cq = store.queue("OrderTopic", 0).unwrap();
     let (mut text, mut compressed) = (None, None);
@@ -351,12 +833,302 @@ fn detail_shows_a_text_body_and_a_decompressed_one() {
     for (offset, body) in [text.unwrap(), compressed.unwrap()] {
         a.open_detail(offset);
         let s = screen(&mut a, 200, 80);
-        // wide characters take two cells in the buffer: compare the ASCII head
         let start: String = body.chars().take_while(|c| c.is_ascii()).take(30).collect();
         assert!(start.len() >= 10, "{body:?}");
         assert!(has(&s, &start), "body start {start:?} not shown:\n{s:#?}");
     }
-    // the compressed one says how it was shown
     let s = screen(&mut a, 200, 80);
     assert!(has(&s, "shown decompressed"), "{s:#?}");
+}
+
+// ------------------------------------------------------------------------------------------
+// The real binary in tmux
+
+/// A tmux server of its own running one command; killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    /// `None` (with a message) when tmux is not installed.
+    fn start(name: &str, width: u16, height: u16, command: &str) -> Option<Tmux> {
+        if std::process::Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_err()
+        {
+            eprintln!("SKIPPED: tmux not installed");
+            return None;
+        }
+        let t = Tmux {
+            socket: format!("rmqstore-test-{name}-{}", std::process::id()),
+        };
+        let (w, h) = (width.to_string(), height.to_string());
+        let o = t.run(&[
+            "new-session",
+            "-d",
+            "-s",
+            "e2e",
+            "-x",
+            &w,
+            "-y",
+            &h,
+            command,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        Some(t)
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            self.run(&["send-keys", "-t", "e2e", k]);
+        }
+    }
+
+    fn text(&self, text: &str) {
+        self.run(&["send-keys", "-t", "e2e", "-l", text]);
+    }
+
+    fn capture(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+
+    /// The screen with its attributes as escape sequences.
+    fn capture_styled(&self) -> String {
+        String::from_utf8_lossy(&self.run(&["capture-pane", "-p", "-e", "-t", "e2e"]).stdout)
+            .into_owned()
+    }
+
+    fn wait_for(&self, s: &str) -> String {
+        for _ in 0..200 {
+            let c = self.capture();
+            if c.contains(s) {
+                return c;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("screen never showed {s:?}:\n{}", self.capture());
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+fn tui_command(env: &str, store: &Path) -> String {
+    format!(
+        "{env} {} tui {}; echo EXITED-$?; sleep 30",
+        assert_cmd::cargo::cargo_bin("rmqstore").display(),
+        store.display()
+    )
+}
+
+/// Open a topic's queue from the topic list by typing its name into the `/` filter.
+fn open_queue_by_keys(t: &Tmux, topic: &str, queue: usize) {
+    t.wait_for("Enter queues");
+    t.keys(&["/"]);
+    t.text(topic);
+    t.keys(&["Enter", "Enter"]);
+    t.wait_for("LAG BY GROUP");
+    for _ in 0..queue {
+        t.keys(&["Down"]);
+    }
+    t.keys(&["Enter"]);
+    t.wait_for("QOFFSET");
+}
+
+/// The real binary on an oracle store: type keys, read the screen, quit, and the terminal
+/// comes back (no alternate screen left, the shell prompt is usable).
+#[test]
+fn end_to_end_in_tmux() {
+    let Some(dir) = oracle("basic-4.9") else {
+        return;
+    };
+    let Some(t) = Tmux::start("basic", 100, 30, &tui_command("", &dir.join("store"))) else {
+        return;
+    };
+    t.wait_for("TopicA");
+    t.keys(&["Enter"]);
+    t.wait_for("LAG BY GROUP");
+    t.keys(&["Enter"]);
+    t.wait_for("QOFFSET");
+    t.keys(&["Enter"]);
+    let c = t.wait_for("topic / queue");
+    assert!(c.contains("TopicA / 0  queue offset 0"), "{c}");
+    t.keys(&["F"]);
+    t.text("key-0");
+    t.keys(&["Enter"]);
+    t.wait_for("'key-0'");
+    t.keys(&["q"]);
+    let c = t.wait_for("EXITED-0");
+    assert!(
+        !c.contains("QOFFSET"),
+        "the browser screen was left behind:\n{c}"
+    );
+}
+
+#[test]
+fn tmux_tag_filter_counts_what_query_finds() {
+    let Some(t) = Tmux::start("filter", 200, 40, &tui_command("", &fixture())) else {
+        return;
+    };
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rmqstore"))
+        .args([
+            "query",
+            "--topic",
+            "AuditTopic",
+            "--queue",
+            "3",
+            "--offset",
+            "0",
+        ])
+        .args(["--count", "1000000", "--tag", "TagB", "--json"])
+        .arg(fixture())
+        .output()
+        .unwrap();
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let summary: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let want = summary["summary"]["messages"].as_u64().unwrap();
+    assert!(want > 40, "{summary}");
+    open_queue_by_keys(&t, "AuditTopic", 3);
+    t.keys(&["f"]);
+    t.text("TagB");
+    t.keys(&["Enter"]);
+    let c = t.wait_for("matches in");
+    assert!(c.contains(&format!("tag TagB: {want} matches")), "{c}");
+    // the last page holds the last match, and only TagB rows are listed
+    t.keys(&["End"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let c = t.capture();
+    let rows: Vec<&str> = c.lines().filter(|l| l.contains("C0A8000A")).collect();
+    assert!(!rows.is_empty(), "{c}");
+    assert!(rows.iter().all(|l| l.contains("TagB")), "{c}");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}
+
+#[test]
+fn tmux_selection_is_visible_without_colours() {
+    let Some(t) = Tmux::start("nocolor", 80, 24, &tui_command("NO_COLOR=1", &fixture())) else {
+        return;
+    };
+    let c = t.wait_for("Enter queues");
+    let first = c.lines().find(|l| l.contains("AuditTopic")).unwrap();
+    assert!(first.contains("> AuditTopic"), "{c}");
+    t.keys(&["Down"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let styled = t.capture_styled();
+    let line = styled
+        .lines()
+        .find(|l| l.contains("> "))
+        .unwrap_or_else(|| panic!("no marked row:\n{styled}"));
+    assert!(line.contains("\x1b[7m") || line.contains(";7m"), "{line:?}");
+    // NO_COLOR is honoured: no colour codes
+    assert!(
+        !styled.contains("\x1b[36m") && !styled.contains("\x1b[44m"),
+        "{styled:?}"
+    );
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}
+
+#[test]
+fn tmux_goto_time_under_another_time_zone() {
+    let a = app(&fixture());
+    let cq = a.store().queue("PaymentTopic", 1).unwrap();
+    let unit = cq.unit_at(40).unwrap().unwrap();
+    let m = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
+    let shown = format_utc(m.message.store_timestamp);
+    let Some(t) = Tmux::start("tz", 120, 30, &tui_command("TZ=Asia/Shanghai", &fixture())) else {
+        return;
+    };
+    open_queue_by_keys(&t, "PaymentTopic", 1);
+    t.keys(&["g"]);
+    t.text(&shown);
+    t.keys(&["Enter"]);
+    let c = t.wait_for("UTC: queue offset");
+    assert!(c.contains(&format!("{shown} UTC: queue offset 40")), "{c}");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}
+
+#[test]
+fn tmux_search_and_jump_to_the_origin_of_a_dlq_copy() {
+    let a = app(&fixture());
+    let cq = a.store().queue("%DLQ%OrderGroup", 0).unwrap();
+    let unit = cq.unit_at(0).unwrap().unwrap();
+    let copy = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
+    let copy_id = copy.message.offset_msg_id();
+    let origin = copy
+        .message
+        .property(prop::ORIGIN_MESSAGE_ID)
+        .unwrap()
+        .into_owned();
+    let Some(t) = Tmux::start("origin", 120, 40, &tui_command("", &fixture())) else {
+        return;
+    };
+    t.wait_for("Enter queues");
+    t.keys(&["F"]);
+    t.text(&copy_id);
+    t.keys(&["Enter"]);
+    t.wait_for("found (offset message id)");
+    t.keys(&["Enter"]);
+    t.wait_for("%DLQ%OrderGroup / 0");
+    t.keys(&["o"]);
+    let c = t.wait_for("origin of the copy");
+    assert!(c.contains(&format!("msg id {origin}")), "{c}");
+    assert!(c.contains("topic / queue       OrderTopic /"), "{c}");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
+}
+
+#[test]
+fn tmux_pager_and_clipboard_leave_and_restore_the_screen() {
+    let a = app(&fixture());
+    let cq = a.store().queue("OrderTopic", 0).unwrap();
+    let unit = cq.unit_at(0).unwrap().unwrap();
+    let m = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
+    let body = m.message.decompressed_body().unwrap().into_owned();
+    let id = m.message.offset_msg_id();
+    let tmp = tempfile::tempdir().unwrap();
+    let paged = tmp.path().join("paged.txt");
+    let env = format!("PAGER='cat > {}'", paged.display());
+    let Some(t) = Tmux::start("pager", 100, 30, &tui_command(&env, &fixture())) else {
+        return;
+    };
+    t.run(&["set-option", "-g", "set-clipboard", "on"]);
+    open_queue_by_keys(&t, "OrderTopic", 0);
+    t.keys(&["c"]);
+    t.wait_for(&format!("copied {id}"));
+    let buffer = t.run(&["show-buffer"]);
+    assert_eq!(String::from_utf8_lossy(&buffer.stdout), id);
+    t.keys(&["Enter"]);
+    t.wait_for("topic / queue");
+    t.keys(&["p"]);
+    // the pager ran on the whole body and the browser drew itself again
+    for _ in 0..100 {
+        if std::fs::read(&paged).is_ok_and(|b| b == body) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(std::fs::read(&paged).unwrap(), body);
+    t.wait_for("topic / queue       OrderTopic / 0");
+    t.keys(&["q"]);
+    t.wait_for("EXITED-0");
 }

@@ -1,29 +1,39 @@
-//! The browser's state and what each key does. No drawing and no terminal here: tests drive
-//! `App` with key events and read its state, `ui` draws it.
+//! The browser's state, what each key does, the screens and the health job. No drawing and no
+//! terminal here: tests drive `App` with key events and read its state, `ui` draws it. More of
+//! `App` lives beside it: `lists` (each list filtered and sorted), `queue_list` (a queue's
+//! messages, paged with `paging` through `filter`), `actions` (what can be done with a
+//! message); `model` loads what is listed. What a key asks of the terminal (clipboard, pager)
+//! is left in [`App::take_terminal_request`] for the event loop.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
-use crate::engine::dispatch::{is_system_topic, DLQ_PREFIX, RETRY_PREFIX};
-use crate::engine::filter::TagFilter;
+use super::filter::MessageFilter;
+use super::model::{load_view, GroupRow, GroupSummary, TopicRow};
+use super::paging::{MatchCount, PageScan};
+use super::time::{format_utc, parse_utc};
 use crate::engine::query::Reader;
+use crate::engine::recovery::plan as recovery_plan;
 use crate::engine::verify::{verify, VerifyOptions};
 use crate::engine::Store;
 use crate::format::commitlog::MessageRef;
-use crate::format::config::{load, ConsumerOffsets};
 use crate::format::finding::Finding;
 
 /// Which screen is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Screen {
     Topics,
     Queues,
     Messages,
     Detail,
+    /// One line per consumer group: topics and total lag.
     Groups,
+    /// The queues of the selected group.
+    GroupQueues,
     Health,
     Results,
     Help,
@@ -39,39 +49,12 @@ pub enum BodyView {
     Record,
 }
 
-#[derive(Debug, Clone)]
-pub struct QueueRow {
-    pub id: i32,
-    pub min: u64,
-    pub max: u64,
-    /// Lag per group that has an offset on this queue.
-    pub lags: Vec<(String, i64)>,
-}
-
-#[derive(Debug, Clone)]
-pub struct TopicRow {
-    pub name: String,
-    pub system: bool,
-    pub queues: Vec<QueueRow>,
-}
-
-impl TopicRow {
-    pub fn messages(&self) -> u64 {
-        self.queues
-            .iter()
-            .map(|q| q.max.saturating_sub(q.min))
-            .sum()
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct GroupRow {
-    pub group: String,
-    pub topic: String,
-    pub queue: i32,
-    pub offset: i64,
-    pub max: u64,
-    pub lag: i64,
+/// Where the message in the detail view was opened from: what `n`/`N` step through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetailSource {
+    Queue,
+    Results,
+    Elsewhere,
 }
 
 /// One line of the message list.
@@ -86,6 +69,32 @@ pub struct MsgRow {
     pub msg_id: String,
 }
 
+impl MsgRow {
+    pub fn of(queue_offset: u64, m: &MessageRef<'_>) -> Self {
+        MsgRow {
+            queue_offset,
+            offset: m.position,
+            store_timestamp: m.store_timestamp,
+            tags: m.tags().map(|t| t.into_owned()).unwrap_or_default(),
+            keys: m.keys().join(" "),
+            size: m.total_size,
+            msg_id: m.offset_msg_id(),
+        }
+    }
+
+    /// The cells of the row as the list shows them.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.queue_offset.to_string(),
+            format_utc(self.store_timestamp),
+            self.tags.clone(),
+            self.keys.clone(),
+            self.size.to_string(),
+            self.msg_id.clone(),
+        ]
+    }
+}
+
 /// State of the background verify run (health screen).
 #[derive(Debug, Clone, PartialEq)]
 pub enum HealthState {
@@ -98,51 +107,126 @@ pub enum HealthState {
 /// What the input line is being used for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputKind {
+    /// `F`: find a message by key, UNIQ_KEY or offset message id.
     Search,
     Goto,
+    /// `f`: the message filter of the queue.
     Filter,
+    /// `/`: the text filter of the current list, applied as it is typed.
+    ListFilter,
     /// The file to save the shown message to (`y`), prefilled; never inside the store.
     SavePath,
 }
 
+/// Something only the terminal can do, asked by a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TerminalRequest {
+    /// Put the text on the clipboard (OSC 52).
+    Copy(String),
+    /// Show the bytes in the user's pager.
+    Page(Vec<u8>),
+}
+
+/// What the verify worker sends back.
 enum Job {
     Health(Result<Vec<Finding>, String>),
+    Recovery(Result<Vec<String>, String>),
+}
+
+/// The match count of the queue's message filter, running on a worker thread.
+pub struct FilterCount {
+    pub progress: Arc<MatchCount>,
+    /// Units of the queue (`max - min`).
+    pub total: u64,
+    /// The screen has shown the final count.
+    pub(super) reported: bool,
 }
 
 /// The whole browser state.
 pub struct App {
     pub reader: Arc<Reader<'static>>,
     pub screen: Screen,
-    back: Vec<Screen>,
+    pub(super) back: Vec<Screen>,
     pub topics: Vec<TopicRow>,
+    /// Selections are positions in the list as shown (filtered and sorted).
     pub topic_sel: usize,
     pub queue_sel: usize,
+    /// The topic and queue of the message list (indexes into `topics`).
+    pub(super) list_topic: usize,
+    pub(super) list_queue: usize,
     /// Selected queue offset in the message list, and the first one shown.
     pub msg_sel: u64,
     pub msg_top: u64,
     pub rows: Vec<MsgRow>,
+    /// The message filter of `f`: its text and what it means.
+    pub msg_filter: Option<(String, MessageFilter)>,
+    pub page_scan: Option<PageScan>,
+    pub filter_count: Option<FilterCount>,
     pub detail_offset: Option<u64>,
+    pub detail_source: DetailSource,
+    /// Messages left for another in the detail view (`o`), for Esc to return to.
+    pub(super) detail_history: Vec<(u64, DetailSource)>,
     pub detail_scroll: u16,
+    pub help_scroll: u16,
+    pub help_max_scroll: u16,
+    /// Lines the detail view can scroll (set by the UI each frame).
+    pub detail_max_scroll: u16,
     pub body_view: BodyView,
     pub groups: Vec<GroupRow>,
+    pub group_summaries: Vec<GroupSummary>,
+    pub summary_sel: usize,
     pub group_sel: usize,
     pub health: Vec<Finding>,
     pub health_state: HealthState,
     pub health_sel: usize,
+    /// What the broker would do on its next start, in sentences.
+    pub recovery: Option<Result<Vec<String>, String>>,
+    /// The health screen's lower pane shows the recovery plan instead of the finding.
+    pub show_recovery: bool,
+    pub plan_scroll: u16,
+    /// Lines the recovery plan can scroll (set by the UI each frame).
+    pub plan_max_scroll: u16,
     pub results: Vec<u64>,
     pub result_sel: usize,
     pub results_title: String,
     pub input: Option<(InputKind, String)>,
-    pub tag_filter: Option<(String, TagFilter)>,
+    /// The `/` text filter of the current list (lower case), cleared when the view changes.
+    pub list_filter: String,
+    /// The sort column of each list (0 is the natural order).
+    pub(super) sort: HashMap<Screen, usize>,
     pub status: String,
     /// Rows the list area can show (set by the UI each frame).
     pub page: usize,
     pub quit: bool,
+    pub(super) terminal_request: Option<TerminalRequest>,
     jobs_tx: Sender<Job>,
     jobs_rx: Receiver<Job>,
     cancel: Arc<AtomicBool>,
     progress: Arc<AtomicU64>,
     progress_total: Arc<AtomicU64>,
+}
+
+/// Sort columns of each list, the first being the natural order.
+pub fn sort_names(screen: Screen) -> &'static [&'static str] {
+    match screen {
+        Screen::Topics => &["name", "messages", "queues"],
+        Screen::Queues => &["queue", "messages", "lag"],
+        Screen::Groups => &["group", "lag", "topics"],
+        Screen::GroupQueues => &["topic", "lag", "offset"],
+        Screen::Health => &["as found", "severity", "code", "file"],
+        Screen::Results => &["offset", "time"],
+        _ => &[],
+    }
+}
+
+/// `n` and the noun in the right number (`1 match`, `2 matches`).
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `n` findings / messages etc., with the noun in the right number.
+pub fn count_of(n: usize, noun: &str) -> String {
+    plural(n, noun, &format!("{noun}s"))
 }
 
 impl App {
@@ -151,195 +235,148 @@ impl App {
         let store: &'static Store = Box::leak(Box::new(store));
         let reader = Arc::new(Reader::new(store));
         let (jobs_tx, jobs_rx) = channel();
-        let mut app = App {
+        let view = load_view(store);
+        App {
             reader,
             screen: Screen::Topics,
             back: Vec::new(),
-            topics: Vec::new(),
+            topics: view.topics,
             topic_sel: 0,
             queue_sel: 0,
+            list_topic: 0,
+            list_queue: 0,
             msg_sel: 0,
             msg_top: 0,
             rows: Vec::new(),
+            msg_filter: None,
+            page_scan: None,
+            filter_count: None,
             detail_offset: None,
+            detail_source: DetailSource::Elsewhere,
+            detail_history: Vec::new(),
             detail_scroll: 0,
+            help_scroll: 0,
+            help_max_scroll: u16::MAX,
+            detail_max_scroll: u16::MAX,
             body_view: BodyView::Text,
-            groups: Vec::new(),
+            groups: view.groups,
+            group_summaries: view.summaries,
+            summary_sel: 0,
             group_sel: 0,
             health: Vec::new(),
             health_state: HealthState::NotStarted,
             health_sel: 0,
+            recovery: None,
+            show_recovery: false,
+            plan_scroll: 0,
+            plan_max_scroll: u16::MAX,
             results: Vec::new(),
             result_sel: 0,
             results_title: String::new(),
             input: None,
-            tag_filter: None,
-            status: "? for help, q to quit".into(),
+            list_filter: String::new(),
+            sort: HashMap::new(),
+            status: String::new(),
             page: 20,
             quit: false,
+            terminal_request: None,
             jobs_tx,
             jobs_rx,
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
             progress_total: Arc::new(AtomicU64::new(0)),
-        };
-        app.load_topics();
-        app
+        }
     }
 
     pub fn store(&self) -> &'static Store {
         self.reader.store()
     }
 
-    fn load_topics(&mut self) {
-        let store = self.store();
-        let cl_min = store.commitlog.min_offset();
-        let offsets = load::<ConsumerOffsets>(&store.config_dir())
-            .map(|l| l.value)
-            .unwrap_or_default();
-        let mut topics: Vec<TopicRow> = Vec::new();
-        let mut groups = Vec::new();
-        // Queue bounds read a page or two of each queue's files: on a cold cache that is disk
-        // latency, so the queues are read on several threads at once.
-        let queues: Vec<_> = store.queues.iter().collect();
-        let bounds: Vec<(u64, u64)> = std::thread::scope(|s| {
-            let chunk = queues.len().div_ceil(8).max(1);
-            let handles: Vec<_> = queues
-                .chunks(chunk)
-                .map(|part| {
-                    s.spawn(move || {
-                        part.iter()
-                            .map(|(_, cq)| {
-                                let max = cq.max_offset_fast().unwrap_or(0);
-                                (cq.min_offset(cl_min).unwrap_or(0).min(max), max)
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .zip(queues.chunks(chunk))
-                .flat_map(|(h, part)| h.join().unwrap_or_else(|_| vec![(0, 0); part.len()]))
-                .collect()
+    // ----------------------------------------------------------------------------------------
+    // Screens
+
+    /// Make a change to what the lists show (screen, `/` filter, sort) keeping every
+    /// selection on the same item.
+    pub(super) fn keeping_selection(&mut self, change: impl FnOnce(&mut Self)) {
+        let topic = self.topic_order().get(self.topic_sel).copied();
+        let queue = self.queue_order().get(self.queue_sel).copied();
+        let group = self.summary_order().get(self.summary_sel).copied();
+        let row = self.group_row_order().get(self.group_sel).copied();
+        let finding = self.health_order().get(self.health_sel).copied();
+        let result = self.result_order().get(self.result_sel).copied();
+        change(self);
+        let at = |order: Vec<usize>, item: Option<usize>, old: usize| {
+            item.and_then(|i| order.iter().position(|&j| j == i))
+                .unwrap_or(old)
+        };
+        self.topic_sel = at(self.topic_order(), topic, self.topic_sel);
+        self.queue_sel = at(self.queue_order(), queue, self.queue_sel);
+        self.summary_sel = at(self.summary_order(), group, self.summary_sel);
+        self.group_sel = at(self.group_row_order(), row, self.group_sel);
+        self.health_sel = at(self.health_order(), finding, self.health_sel);
+        self.result_sel = at(self.result_order(), result, self.result_sel);
+        self.clamp_selection();
+    }
+
+    /// Switch to `to`: the status and the `/` filter belong to the screen left.
+    pub(super) fn switch_to(&mut self, to: Screen) {
+        if to == self.screen {
+            return;
+        }
+        self.keeping_selection(|app| {
+            app.screen = to;
+            app.status.clear();
+            app.list_filter.clear();
         });
-        for (((topic, qid), _), (min, max)) in queues.into_iter().zip(bounds) {
-            let mut lags = Vec::new();
-            for (t, g, queues) in offsets.iter() {
-                if t != topic {
-                    continue;
-                }
-                if let Some((_, off)) = queues.iter().find(|(q, _)| q == qid) {
-                    let lag = (max as i64).saturating_sub(*off).max(0);
-                    lags.push((g.to_string(), lag));
-                    groups.push(GroupRow {
-                        group: g.to_string(),
-                        topic: topic.clone(),
-                        queue: *qid,
-                        offset: *off,
-                        max,
-                        lag,
-                    });
-                }
-            }
-            let row = QueueRow {
-                id: *qid,
-                min,
-                max,
-                lags,
-            };
-            match topics.last_mut() {
-                Some(t) if &t.name == topic => t.queues.push(row),
-                _ => topics.push(TopicRow {
-                    name: topic.clone(),
-                    system: is_system_topic(topic),
-                    queues: vec![row],
-                }),
-            }
-        }
-        // ordinary topics first, system topics grouped after them
-        topics.sort_by_key(|t| (t.system, t.name.clone()));
-        // Each group's retry and dead-letter queues, also when it has no offset on them: the
-        // retries still waiting and the DLQ size (offset shown as "-").
-        let mut names: Vec<String> = groups.iter().map(|g| g.group.clone()).collect();
-        names.sort();
-        names.dedup();
-        for g in names {
-            for prefix in [RETRY_PREFIX, DLQ_PREFIX] {
-                let topic = format!("{prefix}{g}");
-                let Some(t) = topics.iter().find(|t| t.name == topic) else {
-                    continue;
-                };
-                for q in &t.queues {
-                    let known = groups
-                        .iter()
-                        .any(|r| r.group == g && r.topic == topic && r.queue == q.id);
-                    if !known {
-                        groups.push(GroupRow {
-                            group: g.clone(),
-                            topic: topic.clone(),
-                            queue: q.id,
-                            offset: -1,
-                            max: q.max,
-                            lag: q.max.saturating_sub(q.min) as i64,
-                        });
-                    }
-                }
-            }
-        }
-        groups.sort_by(|a, b| (&a.group, &a.topic, a.queue).cmp(&(&b.group, &b.topic, b.queue)));
-        self.topics = topics;
-        self.groups = groups;
     }
 
-    pub fn topic(&self) -> Option<&TopicRow> {
-        self.topics.get(self.topic_sel)
-    }
-
-    pub fn queue(&self) -> Option<&QueueRow> {
-        self.topic()?.queues.get(self.queue_sel)
-    }
-
-    fn go(&mut self, s: Screen) {
+    pub(super) fn go(&mut self, s: Screen) {
         if self.screen != s {
             self.back.push(self.screen);
-            self.screen = s;
+            self.switch_to(s);
         }
     }
 
     pub fn go_back(&mut self) {
-        match self.back.pop() {
-            Some(s) => self.screen = s,
-            None if self.screen != Screen::Topics => self.screen = Screen::Topics,
-            None => {}
+        if self.screen == Screen::Detail {
+            if let Some((o, source)) = self.detail_history.pop() {
+                self.detail_offset = Some(o);
+                self.detail_source = source;
+                self.detail_scroll = 0;
+                self.status.clear();
+                return;
+            }
         }
+        let to = match self.back.pop() {
+            Some(s) => s,
+            None => Screen::Topics,
+        };
+        self.switch_to(to);
     }
 
-    /// Handle one key. Returns true when the screen should be redrawn.
+    /// Handle one key.
     pub fn on_key(&mut self, k: KeyEvent) {
-        if let Some((kind, mut text)) = self.input.take() {
-            match k.code {
-                KeyCode::Enter => self.submit(kind, text.trim()),
-                KeyCode::Esc => self.status = "cancelled".into(),
-                KeyCode::Backspace => {
-                    text.pop();
-                    self.input = Some((kind, text));
-                }
-                KeyCode::Char(c) => {
-                    text.push(c);
-                    self.input = Some((kind, text));
-                }
-                _ => self.input = Some((kind, text)),
-            }
+        if self.input.is_some() {
+            self.on_input_key(k);
+            self.step_scan();
             return;
         }
         if k.modifiers.contains(KeyModifiers::CONTROL) && k.code == KeyCode::Char('c') {
             self.quit = true;
             return;
         }
+        let d = self.page.max(1) as i64;
         match k.code {
             KeyCode::Char('q') => self.quit = true,
             KeyCode::Char('?') => self.go(Screen::Help),
+            KeyCode::Esc if self.page_scan.is_some() => {
+                self.page_scan = None;
+                self.status = "scan stopped".into();
+            }
+            KeyCode::Esc if !self.list_filter.is_empty() => {
+                self.keeping_selection(|app| app.list_filter.clear());
+                self.status = "list filter off".into();
+            }
             KeyCode::Esc
                 if self.screen == Screen::Health
                     && matches!(self.health_state, HealthState::Running { .. }) =>
@@ -352,30 +389,72 @@ impl App {
             }
             KeyCode::Up | KeyCode::Char('k') => self.move_by(-1),
             KeyCode::Down | KeyCode::Char('j') => self.move_by(1),
-            KeyCode::PageUp => self.move_by(-(self.page.max(1) as i64)),
-            KeyCode::PageDown => self.move_by(self.page.max(1) as i64),
+            KeyCode::PageUp => self.move_by(-d),
+            KeyCode::PageDown => self.move_by(d),
             KeyCode::Home => self.move_by(i64::MIN / 2),
             KeyCode::End => self.move_by(i64::MAX / 2),
             KeyCode::Enter | KeyCode::Right | KeyCode::Char('l') => self.enter(),
             KeyCode::Tab => self.next_top_screen(),
-            KeyCode::Char('t') => {
+            KeyCode::Char('t') if self.screen == Screen::Detail => {
+                // the scroll position is kept; drawing clamps it to the new view's length
                 self.body_view = match self.body_view {
                     BodyView::Text => BodyView::Json,
                     BodyView::Json => BodyView::Hex,
                     BodyView::Hex => BodyView::Record,
                     BodyView::Record => BodyView::Text,
                 };
-                self.detail_scroll = 0;
             }
-            KeyCode::Char('/') => self.input = Some((InputKind::Search, String::new())),
+            KeyCode::Char('/') if self.screen != Screen::Detail && self.screen != Screen::Help => {
+                self.input = Some((InputKind::ListFilter, self.list_filter.clone()))
+            }
+            KeyCode::Char('F') => self.input = Some((InputKind::Search, String::new())),
             KeyCode::Char('g') => self.input = Some((InputKind::Goto, String::new())),
             KeyCode::Char('f') => self.input = Some((InputKind::Filter, String::new())),
-            KeyCode::Char('n') => self.next_result(1),
-            KeyCode::Char('N') => self.next_result(-1),
-            KeyCode::Char('y') => self.copy_message(),
+            KeyCode::Char('s') => self.cycle_sort(),
+            KeyCode::Char('n') => self.next_item(1),
+            KeyCode::Char('N') => self.next_item(-1),
+            KeyCode::Char('o') => self.open_origin(),
+            KeyCode::Char('c') => self.copy_id(),
+            KeyCode::Char('C') => self.copy_body(),
+            KeyCode::Char('p') => self.page_body(),
+            KeyCode::Char('y') => self.save_prompt(),
             KeyCode::Char('H') => self.start_health(),
+            KeyCode::Char('r') if self.screen == Screen::Health => {
+                self.show_recovery = !self.show_recovery
+            }
             _ => {}
         }
+        self.step_scan();
+    }
+
+    pub(super) fn on_input_key(&mut self, k: KeyEvent) {
+        let Some((kind, mut text)) = self.input.take() else {
+            return;
+        };
+        let live = kind == InputKind::ListFilter;
+        match k.code {
+            KeyCode::Enter => {
+                self.submit(kind, text.trim());
+                return;
+            }
+            KeyCode::Esc => {
+                if live {
+                    self.keeping_selection(|app| app.list_filter.clear());
+                }
+                self.status = "cancelled".into();
+                return;
+            }
+            KeyCode::Backspace => {
+                text.pop();
+            }
+            KeyCode::Char(c) => text.push(c),
+            _ => {}
+        }
+        if live {
+            let needle = text.to_lowercase();
+            self.keeping_selection(|app| app.list_filter = needle);
+        }
+        self.input = Some((kind, text));
     }
 
     pub fn on_mouse(&mut self, m: MouseEvent) {
@@ -384,92 +463,128 @@ impl App {
             MouseEventKind::ScrollDown => self.move_by(3),
             _ => {}
         }
+        self.step_scan();
     }
 
-    fn next_top_screen(&mut self) {
+    pub(super) fn next_top_screen(&mut self) {
         let next = match self.screen {
             Screen::Topics | Screen::Queues | Screen::Messages | Screen::Detail => Screen::Groups,
-            Screen::Groups => Screen::Health,
+            Screen::Groups | Screen::GroupQueues => Screen::Health,
             _ => Screen::Topics,
         };
         self.back.clear();
-        self.screen = next;
+        self.switch_to(next);
         if next == Screen::Health && self.health_state == HealthState::NotStarted {
             self.start_health();
         }
     }
 
-    fn clamp(v: i64, len: usize) -> usize {
+    pub(super) fn cycle_sort(&mut self) {
+        let names = sort_names(self.screen);
+        if names.is_empty() {
+            self.status = match self.screen {
+                Screen::Messages => "messages are listed in queue order".into(),
+                _ => "nothing to sort here".into(),
+            };
+            return;
+        }
+        let next = (self.sort_of(self.screen) + 1) % names.len();
+        self.keeping_selection(|app| {
+            app.sort.insert(app.screen, next);
+        });
+        self.status = format!("sorted by {}", names[next]);
+    }
+
+    pub(super) fn clamp(v: i64, len: usize) -> usize {
         v.clamp(0, len.saturating_sub(1) as i64) as usize
     }
 
-    fn move_by(&mut self, d: i64) {
+    /// Keep every selection inside its list after the list changed.
+    pub(super) fn clamp_selection(&mut self) {
+        self.topic_sel = Self::clamp(self.topic_sel as i64, self.topic_order().len());
+        self.queue_sel = Self::clamp(self.queue_sel as i64, self.queue_order().len());
+        self.summary_sel = Self::clamp(self.summary_sel as i64, self.summary_order().len());
+        self.group_sel = Self::clamp(self.group_sel as i64, self.group_row_order().len());
+        self.health_sel = Self::clamp(self.health_sel as i64, self.health_order().len());
+        self.result_sel = Self::clamp(self.result_sel as i64, self.result_order().len());
+    }
+
+    pub(super) fn move_by(&mut self, d: i64) {
         match self.screen {
             Screen::Topics => {
-                self.topic_sel = Self::clamp(self.topic_sel as i64 + d, self.topics.len())
+                self.topic_sel = Self::clamp(self.topic_sel as i64 + d, self.topic_order().len())
             }
             Screen::Queues => {
-                let n = self.topic().map_or(0, |t| t.queues.len());
-                self.queue_sel = Self::clamp(self.queue_sel as i64 + d, n);
+                self.queue_sel = Self::clamp(self.queue_sel as i64 + d, self.queue_order().len())
             }
-            Screen::Messages => {
-                let Some(q) = self.queue().cloned() else {
-                    return;
-                };
-                let last = q.max.saturating_sub(1).max(q.min) as i64;
-                let sel = (self.msg_sel as i64)
-                    .saturating_add(d)
-                    .clamp(q.min as i64, last);
-                self.msg_sel = sel as u64;
-                self.load_rows();
+            Screen::Messages => self.list_move(d),
+            Screen::Detail => {
+                let max = self.detail_max_scroll as i64;
+                self.detail_scroll = (self.detail_scroll as i64 + d).clamp(0, max) as u16;
             }
-            Screen::Detail | Screen::Help => {
-                self.detail_scroll =
-                    (self.detail_scroll as i64 + d).clamp(0, u16::MAX as i64) as u16;
+            Screen::Help => {
+                let max = self.help_max_scroll as i64;
+                self.help_scroll = (self.help_scroll as i64 + d).clamp(0, max) as u16;
             }
             Screen::Groups => {
-                self.group_sel = Self::clamp(self.group_sel as i64 + d, self.groups.len())
+                self.summary_sel =
+                    Self::clamp(self.summary_sel as i64 + d, self.summary_order().len())
+            }
+            Screen::GroupQueues => {
+                self.group_sel =
+                    Self::clamp(self.group_sel as i64 + d, self.group_row_order().len())
+            }
+            Screen::Health if self.show_recovery => {
+                let max = self.plan_max_scroll as i64;
+                self.plan_scroll = (self.plan_scroll as i64 + d).clamp(0, max) as u16;
             }
             Screen::Health => {
-                self.health_sel = Self::clamp(self.health_sel as i64 + d, self.health.len())
+                self.health_sel = Self::clamp(self.health_sel as i64 + d, self.health_order().len())
             }
             Screen::Results => {
-                self.result_sel = Self::clamp(self.result_sel as i64 + d, self.results.len())
+                self.result_sel = Self::clamp(self.result_sel as i64 + d, self.result_order().len())
             }
         }
     }
 
-    fn enter(&mut self) {
+    pub(super) fn enter(&mut self) {
         match self.screen {
             Screen::Topics if self.topic().is_some() => {
                 self.queue_sel = 0;
                 self.go(Screen::Queues);
             }
             Screen::Queues => {
-                if let Some(q) = self.queue().cloned() {
-                    self.msg_sel = q.min;
-                    self.msg_top = q.min;
-                    self.go(Screen::Messages);
-                    self.load_rows();
+                if let (Some(t), Some(q)) = (self.topic(), self.queue()) {
+                    let (t, q, min) = (t.name.clone(), q.id, q.min);
+                    self.open_queue(&t, q, min);
                 }
             }
             Screen::Messages => {
-                if let Some(r) = self.rows.iter().find(|r| r.queue_offset == self.msg_sel) {
-                    self.open_detail(r.offset);
+                let sel = self.msg_sel;
+                if let Some(o) = self.visible_rows().iter().find(|r| r.queue_offset == sel) {
+                    let o = o.offset;
+                    self.open_detail(o);
+                    self.detail_source = DetailSource::Queue;
                 }
             }
             Screen::Results => {
-                if let Some(&o) = self.results.get(self.result_sel) {
-                    self.open_detail(o);
+                if let Some(&i) = self.result_order().get(self.result_sel) {
+                    self.open_detail(self.results[i]);
+                    self.detail_source = DetailSource::Results;
                 }
             }
-            Screen::Groups => {
-                if let Some(g) = self.groups.get(self.group_sel).cloned() {
+            Screen::Groups if self.group().is_some() => {
+                self.group_sel = 0;
+                self.go(Screen::GroupQueues);
+            }
+            Screen::GroupQueues => {
+                if let Some(&i) = self.group_row_order().get(self.group_sel) {
+                    let g = self.groups[i].clone();
                     self.open_queue(&g.topic, g.queue, g.offset.max(0) as u64);
                 }
             }
             Screen::Health => {
-                if let Some(f) = self.health.get(self.health_sel).cloned() {
+                if let Some(f) = self.finding().cloned() {
                     self.jump_to_finding(&f);
                 }
             }
@@ -477,142 +592,139 @@ impl App {
         }
     }
 
-    /// Show the messages of a queue starting at `at`.
-    pub fn open_queue(&mut self, topic: &str, queue: i32, at: u64) {
-        let Some(ti) = self.topics.iter().position(|t| t.name == topic) else {
-            self.status = format!("no consume queue for {topic}");
-            return;
-        };
-        self.topic_sel = ti;
-        let Some(qi) = self.topics[ti].queues.iter().position(|q| q.id == queue) else {
-            self.status = format!("no queue {queue} in {topic}");
-            return;
-        };
-        self.queue_sel = qi;
-        let q = &self.topics[ti].queues[qi];
-        self.msg_sel = at.clamp(q.min, q.max.saturating_sub(1).max(q.min));
-        self.msg_top = self.msg_sel;
-        self.go(Screen::Messages);
-        self.load_rows();
-    }
+    // ----------------------------------------------------------------------------------------
+    // Health
 
-    pub fn open_detail(&mut self, offset: u64) {
-        self.detail_offset = Some(offset);
-        self.detail_scroll = 0;
-        self.go(Screen::Detail);
-    }
-
-    fn jump_to_finding(&mut self, f: &Finding) {
+    pub(super) fn jump_to_finding(&mut self, f: &Finding) {
         let store = self.store();
         let path = if f.file.is_absolute() {
             f.file.clone()
         } else {
             store.root.join(&f.file)
         };
-        if let Some(seg) = store
-            .commitlog
-            .segments
-            .iter()
-            .find(|s| s.path == path || s.path.ends_with(&f.file))
-        {
+        let same = |p: &std::path::Path| p == path || p.ends_with(&f.file);
+        if let Some(seg) = store.commitlog.segments.iter().find(|s| same(&s.path)) {
             let abs = seg.start + f.offset;
-            // the record at or before the offset the finding names
-            match self.reader.message_at(abs) {
-                Ok(Some(_)) => self.open_detail(abs),
+            let at = f.record.unwrap_or(abs);
+            match self.reader.message_at(at) {
+                Ok(Some(_)) => self.open_detail(at),
                 _ => {
                     self.status = format!(
-                        "{}: byte {} is not the start of a readable record",
+                        "{} byte {}: no readable record starts there",
                         f.file.display(),
                         f.offset
-                    );
+                    )
                 }
             }
             return;
         }
         for ((topic, qid), cq) in &store.queues {
-            if cq
-                .files
-                .iter()
-                .any(|qf| qf.path == path || qf.path.ends_with(&f.file))
-            {
-                let start = cq
-                    .files
-                    .iter()
-                    .find(|qf| qf.path == path || qf.path.ends_with(&f.file))
-                    .map_or(0, |qf| qf.start);
+            if let Some(qf) = cq.files.iter().find(|qf| same(&qf.path)) {
                 let (t, q) = (topic.clone(), *qid);
-                self.open_queue(&t, q, (start + f.offset) / 20);
+                self.open_queue(&t, q, (qf.start + f.offset) / 20);
                 return;
             }
         }
-        self.status = format!("{} at byte {}", f.file.display(), f.offset);
+        self.status = format!(
+            "{} byte {}: not a commitlog or consume queue file; the finding is in full below",
+            f.file.display(),
+            f.offset
+        );
     }
 
-    /// Load the rows of the visible window of the message list (lazily: one page).
-    pub fn load_rows(&mut self) {
-        let Some(topic) = self.topic().map(|t| t.name.clone()) else {
+    /// Run `verify` and plan the recovery on a worker thread; the health screen fills in.
+    pub fn start_health(&mut self) {
+        if matches!(self.health_state, HealthState::Running { .. }) {
             return;
-        };
-        let Some(q) = self.queue().cloned() else {
-            return;
-        };
-        let page = self.page.max(1) as u64;
-        if self.msg_sel < self.msg_top {
-            self.msg_top = self.msg_sel;
-        } else if self.msg_sel >= self.msg_top + page {
-            self.msg_top = self.msg_sel + 1 - page;
         }
+        self.cancel.store(false, Ordering::Relaxed);
+        self.health_state = HealthState::Running { done: 0, total: 0 };
         let store = self.store();
-        let Some(cq) = store.queue(&topic, q.id) else {
-            return;
-        };
-        let mut rows = Vec::new();
-        for qo in self.msg_top..(self.msg_top + page).min(q.max) {
-            let Ok(Some(u)) = cq.unit_at(qo) else {
-                continue;
+        let tx = self.jobs_tx.clone();
+        let (done, total) = (self.progress.clone(), self.progress_total.clone());
+        let cancel = self.cancel.clone();
+        std::thread::spawn(move || {
+            let progress = move |_p, d: u64, t: u64| {
+                done.store(d, Ordering::Relaxed);
+                total.store(t, Ordering::Relaxed);
             };
-            if u.is_pre_blank() || !u.is_valid() {
-                continue;
+            let r = verify(store, &VerifyOptions::default(), Some(&progress));
+            if cancel.load(Ordering::Relaxed) {
+                return;
             }
-            if let Ok(Some(loc)) = self.reader.message_at(u.offset as u64) {
-                let m = &loc.message;
-                if let Some((_, f)) = &self.tag_filter {
-                    if !f.matches(Some(u.tags_code), m.tags().as_deref()) {
-                        continue;
-                    }
-                }
-                rows.push(row_of(qo, m));
+            let _ = tx.send(Job::Health(
+                r.map(|r| r.findings).map_err(|e| e.to_string()),
+            ));
+            let plan = recovery_plan(store, true)
+                .map(|p| p.steps())
+                .map_err(|e| e.to_string());
+            if !cancel.load(Ordering::Relaxed) {
+                let _ = tx.send(Job::Recovery(plan));
             }
-        }
-        self.rows = rows;
+        });
     }
 
-    fn submit(&mut self, kind: InputKind, text: &str) {
+    /// Collect what background work finished; true when something changed.
+    pub fn poll_jobs(&mut self) -> bool {
+        let mut changed = false;
+        if let HealthState::Running { .. } = self.health_state {
+            self.health_state = HealthState::Running {
+                done: self.progress.load(Ordering::Relaxed),
+                total: self.progress_total.load(Ordering::Relaxed),
+            };
+            changed = true;
+        }
+        if let Some(c) = self.filter_count.as_mut().filter(|c| !c.reported) {
+            // redraw while counting, and once more for the final count
+            c.reported = c.progress.done.load(Ordering::Relaxed);
+            changed = true;
+        }
+        while let Ok(job) = self.jobs_rx.try_recv() {
+            match job {
+                Job::Health(Ok(f)) => {
+                    self.status = format!("health: {}", count_of(f.len(), "finding"));
+                    self.show_recovery = f.is_empty();
+                    self.health = f;
+                    self.health_state = HealthState::Done;
+                    self.clamp_selection();
+                }
+                Job::Health(Err(e)) => self.health_state = HealthState::Failed(e),
+                Job::Recovery(r) => self.recovery = Some(r),
+            }
+            changed = true;
+        }
+        changed
+    }
+
+    /// Stop background work (its result is dropped).
+    pub fn cancel_jobs(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        self.stop_filter_count();
+        if matches!(self.health_state, HealthState::Running { .. }) {
+            self.health_state = HealthState::NotStarted;
+        }
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // The input line
+
+    pub(super) fn submit(&mut self, kind: InputKind, text: &str) {
         match kind {
             InputKind::Search => self.search(text),
             InputKind::Goto => self.goto(text),
             InputKind::SavePath => self.save_message(text),
-            InputKind::Filter => {
-                if text.is_empty() || text == "*" {
-                    self.tag_filter = None;
-                    self.status = "tag filter off".into();
-                } else {
-                    match TagFilter::parse(text) {
-                        Ok(f) => {
-                            self.tag_filter = Some((text.to_string(), f));
-                            self.status = format!("tag filter: {text}");
-                        }
-                        Err(e) => self.status = format!("bad tag expression: {e}"),
-                    }
-                }
-                if self.screen == Screen::Messages {
-                    self.load_rows();
+            InputKind::Filter => self.set_filter(text),
+            InputKind::ListFilter => {
+                let needle = text.to_lowercase();
+                self.keeping_selection(|app| app.list_filter = needle);
+                if !self.list_filter.is_empty() {
+                    self.status = format!("showing rows containing {text:?} (Esc clears)");
                 }
             }
         }
     }
 
-    /// `/`: an offset message id, a UNIQ_KEY (index, every topic), or a key (index, every topic).
+    /// `F`: an offset message id, a UNIQ_KEY (index, every topic), or a key (index, every topic).
     pub fn search(&mut self, text: &str) {
         if text.is_empty() {
             return;
@@ -650,32 +762,35 @@ impl App {
             how = "commitlog scan (no index files)".into();
         }
         self.results_title = format!("'{text}': {} found ({how})", hits.len());
-        self.status = self.results_title.clone();
         self.results = hits;
         self.result_sel = 0;
         if !self.results.is_empty() {
             self.go(Screen::Results);
         }
+        self.status = self.results_title.clone();
     }
 
-    /// `g`: a queue offset (in the message list) or a time (epoch ms or ISO date).
+    /// `g`: a queue offset, or a time (epoch ms, or a date-time in UTC unless it names its
+    /// offset), in the queue of the message list.
     pub fn goto(&mut self, text: &str) {
-        let Some(topic) = self.topic().map(|t| t.name.clone()) else {
-            return;
+        let queue = match self.screen {
+            Screen::Queues => self.topic().zip(self.queue()),
+            Screen::Messages | Screen::Detail => self.list_topic().zip(self.list_queue()),
+            _ => None,
         };
-        let Some(q) = self.queue().cloned() else {
+        let Some((topic, q)) = queue.map(|(t, q)| (t.name.clone(), q.id)) else {
             self.status = "open a queue first".into();
             return;
         };
         // small numbers are queue offsets; epoch-ms sized ones and dates are times
         let target = text.parse::<u64>().ok().filter(|&n| n < 100_000_000_000);
-        let target = match target {
-            Some(n) => n,
-            None => match crate::commands::output::parse_time(text) {
+        let (target, what) = match target {
+            Some(n) => (n, format!("queue offset {n}")),
+            None => match parse_utc(text) {
                 Ok(ts) => {
                     let v = crate::engine::query::detect_broker_version(self.store()).0;
-                    match self.reader.offset_in_queue_by_time(&topic, q.id, ts, v) {
-                        Ok(o) => o.max(0) as u64,
+                    match self.reader.offset_in_queue_by_time(&topic, q, ts, v) {
+                        Ok(o) => (o.max(0) as u64, format!("{} UTC", format_utc(ts))),
                         Err(e) => {
                             self.status = e.to_string();
                             return;
@@ -688,148 +803,11 @@ impl App {
                 }
             },
         };
-        self.open_queue(&topic, q.id, target);
-        self.status = format!("queue offset {}", self.msg_sel);
-    }
-
-    fn next_result(&mut self, d: i64) {
-        if self.results.is_empty() {
-            self.status = "no search results".into();
-            return;
+        if self.screen == Screen::Detail {
+            self.go_back();
         }
-        self.result_sel =
-            (self.result_sel as i64 + d).rem_euclid(self.results.len() as i64) as usize;
-        let o = self.results[self.result_sel];
-        self.detail_offset = Some(o);
-        self.detail_scroll = 0;
-        if self.screen != Screen::Detail {
-            self.go(Screen::Detail);
-        }
-        self.status = format!("result {}/{}", self.result_sel + 1, self.results.len());
-    }
-
-    /// `y`: ask where to save the shown message as JSON, offering a file in the working folder
-    /// (or the home folder when the working folder lies in the store).
-    fn copy_message(&mut self) {
-        let Some(o) = self.detail_offset.filter(|_| self.screen == Screen::Detail) else {
-            self.status = "open a message first".into();
-            return;
-        };
-        let name = format!("rmqstore-message-{o}.json");
-        let here = std::env::current_dir().unwrap_or_default();
-        let dir = match crate::format::layout::ensure_outside_stores(&here.join(&name), "", false) {
-            Ok(()) => here,
-            Err(_) => std::env::var_os("HOME")
-                .map(std::path::PathBuf::from)
-                .unwrap_or_else(std::env::temp_dir),
-        };
-        self.input = Some((InputKind::SavePath, dir.join(name).display().to_string()));
-        self.status = "Enter saves the message to this file, Esc cancels".into();
-    }
-
-    /// Save the shown message as JSON to `path`, which must lie outside every store and must
-    /// not exist yet.
-    fn save_message(&mut self, path: &str) {
-        let Some(o) = self.detail_offset else {
-            return;
-        };
-        let path = std::path::Path::new(path);
-        if path.as_os_str().is_empty() {
-            self.status = "cancelled".into();
-            return;
-        }
-        if let Err(e) = crate::format::layout::ensure_outside_stores(path, "the file", false) {
-            self.status = format!("not saved: {e}");
-            return;
-        }
-        match self.reader.message_at(o) {
-            Ok(Some(loc)) => {
-                let j = crate::commands::output::MessageJson::new(
-                    &loc.message,
-                    loc.file,
-                    crate::commands::output::BodyMode::Auto,
-                );
-                let text = serde_json::to_string_pretty(&j).unwrap_or_default();
-                let written = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(path)
-                    .and_then(|mut f| std::io::Write::write_all(&mut f, text.as_bytes()));
-                self.status = match written {
-                    Ok(()) => format!("message written to {}", path.display()),
-                    Err(e) => format!("not saved: {}: {e}", path.display()),
-                };
-            }
-            _ => self.status = "message not readable".into(),
-        }
-    }
-
-    /// Run `verify` on a worker thread; the health screen fills in when it is done.
-    pub fn start_health(&mut self) {
-        if matches!(self.health_state, HealthState::Running { .. }) {
-            return;
-        }
-        self.cancel.store(false, Ordering::Relaxed);
-        self.health_state = HealthState::Running { done: 0, total: 0 };
-        let store = self.store();
-        let tx = self.jobs_tx.clone();
-        let (done, total) = (self.progress.clone(), self.progress_total.clone());
-        let cancel = self.cancel.clone();
-        std::thread::spawn(move || {
-            let progress = move |_p, d: u64, t: u64| {
-                done.store(d, Ordering::Relaxed);
-                total.store(t, Ordering::Relaxed);
-            };
-            let r = verify(store, &VerifyOptions::default(), Some(&progress));
-            if !cancel.load(Ordering::Relaxed) {
-                let _ = tx.send(Job::Health(
-                    r.map(|r| r.findings).map_err(|e| e.to_string()),
-                ));
-            }
-        });
-    }
-
-    /// Collect what background work finished; true when something changed.
-    pub fn poll_jobs(&mut self) -> bool {
-        let mut changed = false;
-        if let HealthState::Running { .. } = self.health_state {
-            self.health_state = HealthState::Running {
-                done: self.progress.load(Ordering::Relaxed),
-                total: self.progress_total.load(Ordering::Relaxed),
-            };
-            changed = true;
-        }
-        while let Ok(job) = self.jobs_rx.try_recv() {
-            match job {
-                Job::Health(Ok(f)) => {
-                    self.status = format!("health: {} findings", f.len());
-                    self.health = f;
-                    self.health_state = HealthState::Done;
-                }
-                Job::Health(Err(e)) => self.health_state = HealthState::Failed(e),
-            }
-            changed = true;
-        }
-        changed
-    }
-
-    /// Stop background work (its result is dropped).
-    pub fn cancel_jobs(&mut self) {
-        self.cancel.store(true, Ordering::Relaxed);
-        if matches!(self.health_state, HealthState::Running { .. }) {
-            self.health_state = HealthState::NotStarted;
-        }
-    }
-}
-
-fn row_of(queue_offset: u64, m: &MessageRef<'_>) -> MsgRow {
-    MsgRow {
-        queue_offset,
-        offset: m.position,
-        store_timestamp: m.store_timestamp,
-        tags: m.tags().map(|t| t.into_owned()).unwrap_or_default(),
-        keys: m.keys().join(" "),
-        size: m.total_size,
-        msg_id: m.offset_msg_id(),
+        self.open_queue(&topic, q, target);
+        self.finish_scan();
+        self.status = format!("{what}: queue offset {}", self.msg_sel);
     }
 }

@@ -5,15 +5,68 @@
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use super::app::{App, BodyView};
-use super::ui::time;
+use super::time::format_utc as time;
+use super::ui::wrap;
 use crate::engine::dispatch::{
-    RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+    DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
 };
-use crate::format::commitlog::{prop, MessageRef, TransactionType};
+use crate::format::commitlog::{prop, sysflag, MessageRef, TransactionType};
+use crate::format::compression::Compression;
+
+/// Bytes of a body the view shows at most; `p` pages the whole body.
+pub const BODY_SHOWN: usize = 256 * 1024;
+
+/// The sysflag bits in words: `compressed (lz4), multi-tags, IPv6 born host`.
+pub fn sys_flag_words(flag: i32) -> String {
+    let mut w = Vec::new();
+    if flag & sysflag::COMPRESSED != 0 {
+        w.push(format!("compressed ({})", compression_name(flag)));
+    }
+    if flag & sysflag::MULTI_TAGS != 0 {
+        w.push("multi-tags".to_string());
+    }
+    if flag & sysflag::BORNHOST_V6 != 0 {
+        w.push("IPv6 born host".into());
+    }
+    if flag & sysflag::STOREHOST_V6 != 0 {
+        w.push("IPv6 store host".into());
+    }
+    if flag & sysflag::NEED_UNWRAP != 0 {
+        w.push("needs unwrap".into());
+    }
+    if flag & sysflag::INNER_BATCH != 0 {
+        w.push("inner batch".into());
+    }
+    if w.is_empty() {
+        "no flags".into()
+    } else {
+        w.join(", ")
+    }
+}
+
+/// The compression a sysflag names, in lower case.
+pub fn compression_name(flag: i32) -> &'static str {
+    match Compression::of(flag) {
+        Some(Compression::Zlib) => "zlib",
+        Some(Compression::Lz4) => "lz4",
+        Some(Compression::Zstd) => "zstd",
+        None => "unknown type",
+    }
+}
+
+/// The transaction type in words.
+pub fn transaction_words(t: TransactionType) -> &'static str {
+    match t {
+        TransactionType::Not => "not a transaction",
+        TransactionType::Prepared => "prepared",
+        TransactionType::Commit => "commit",
+        TransactionType::Rollback => "rollback",
+    }
+}
 
 /// The header fields of a record: (name, start, length) inside the record.
 pub fn field_spans(m: &MessageRef<'_>) -> Vec<(&'static str, usize, usize)> {
@@ -87,8 +140,11 @@ pub fn explain(m: &MessageRef<'_>, g: &crate::format::geometry::Geometry) -> Vec
     if m.topic.starts_with(RETRY_PREFIX) {
         out.push("On a retry topic: the group consumes it again after its delay.".into());
     }
-    if m.topic.starts_with(crate::engine::dispatch::DLQ_PREFIX) {
+    if m.topic.starts_with(DLQ_PREFIX) {
         out.push("Dead letter: the group gave up after its max reconsume times.".into());
+    }
+    if m.topic.starts_with(RETRY_PREFIX) || m.topic.starts_with(DLQ_PREFIX) {
+        out.push("o opens the message this copy was made from.".into());
     }
     if m.topic == TRANS_HALF_TOPIC {
         out.push(format!(
@@ -116,8 +172,8 @@ pub fn explain(m: &MessageRef<'_>, g: &crate::format::geometry::Geometry) -> Vec
     }
     if m.is_compressed() {
         out.push(format!(
-            "Body compressed ({:?}), shown decompressed.",
-            crate::format::compression::Compression::of(m.sys_flag)
+            "Body compressed ({}), shown decompressed.",
+            compression_name(m.sys_flag)
         ));
     }
     out
@@ -175,14 +231,14 @@ pub fn lines(app: &App, offset: u64) -> Vec<Line<'static>> {
             ),
         ),
         kv(
-            "sysflag / flag",
-            format!(
-                "{:#x} ({:?}) / {}",
-                m.sys_flag,
-                m.transaction_type(),
-                m.flag
-            ),
+            "sysflag",
+            format!("{:#x}: {}", m.sys_flag, sys_flag_words(m.sys_flag)),
         ),
+        kv(
+            "transaction",
+            transaction_words(m.transaction_type()).to_string(),
+        ),
+        kv("flag", m.flag.to_string()),
         kv(
             "born",
             format!("{} UTC from {}", time(m.born_timestamp), m.born_host),
@@ -220,13 +276,20 @@ pub fn lines(app: &App, offset: u64) -> Vec<Line<'static>> {
         ),
         Style::new().add_modifier(Modifier::BOLD),
     )));
-    let body = m
+    let mut body = m
         .decompressed_body()
         .map(|b| b.into_owned())
         .unwrap_or_else(|e| {
             out.push(Line::from(e));
             m.body.to_vec()
         });
+    if body.len() > BODY_SHOWN && app.body_view != BodyView::Record {
+        out.push(Line::from(format!(
+            "(the first {BODY_SHOWN} of {} bytes; p shows the whole body in the pager)",
+            body.len()
+        )));
+        body.truncate(BODY_SHOWN);
+    }
     match app.body_view {
         BodyView::Text => match std::str::from_utf8(&body) {
             Ok(text) => out.extend(text.lines().map(|l| Line::from(printable(l)))),
@@ -318,17 +381,27 @@ pub fn hex_lines(
         .collect()
 }
 
-pub fn draw(f: &mut Frame<'_>, app: &App, area: Rect) {
+/// Draw the detail view. The scroll stops with the last line at the bottom (also after `t`
+/// changes the view's length).
+pub fn draw(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     let Some(o) = app.detail_offset else { return };
-    let lines = lines(app, o);
+    let inner_width = area.width.saturating_sub(2);
+    let inner_height = area.height.saturating_sub(2) as usize;
+    let lines = wrap(lines(app, o), inner_width);
+    let max = lines
+        .len()
+        .saturating_sub(inner_height)
+        .min(u16::MAX as usize) as u16;
+    app.detail_max_scroll = max;
+    app.detail_scroll = app.detail_scroll.min(max);
+    let title = match app.detail_source {
+        super::app::DetailSource::Queue => " message (n/N: next/previous in the queue) ",
+        super::app::DetailSource::Results => " message (n/N: next/previous result) ",
+        super::app::DetailSource::Elsewhere => " message ",
+    };
     f.render_widget(
         Paragraph::new(lines)
-            .block(
-                Block::default()
-                    .borders(Borders::ALL)
-                    .title(" message (t: body view, y: save JSON, n/N: results) "),
-            )
-            .wrap(Wrap { trim: false })
+            .block(Block::default().borders(Borders::ALL).title(title))
             .scroll((app.detail_scroll, 0)),
         area,
     );

@@ -1,4 +1,7 @@
-//! Drawing: pure functions of `&App` onto a ratatui frame. Works at 80x24 and follows resizes.
+//! Drawing: functions of the app state onto a ratatui frame. Works at 80x24 and follows
+//! resizes. Lists size their columns to their content (`columns`), mark the selected row with
+//! `>` and reversed video (both survive NO_COLOR), and spell out the selected row in full on
+//! the line under the list. The last line lists the keys of the screen.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -6,35 +9,63 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
-use super::app::{App, BodyView, HealthState, InputKind, Screen};
-use super::detail;
+use super::app::{count_of, plural, sort_names, App, InputKind, Screen};
+use super::columns::{cut, fit, Column, SPACING};
+use super::keys::{hints, HELP};
+use super::time::{format_utc, ZONE};
+use super::{detail, health};
+
+/// The marker in front of the selected row.
+pub const SELECTED_MARK: &str = "> ";
 
 /// Draw the whole screen. Also tells the app how many list rows fit (`page`).
 pub fn draw(f: &mut Frame<'_>, app: &mut App) {
-    let [title, main, status] = Layout::vertical([
+    let [title, main, selection, status, keys] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Min(3),
+        Constraint::Length(1),
+        Constraint::Length(1),
         Constraint::Length(1),
     ])
     .areas(f.area());
     app.page = main.height.saturating_sub(3).max(1) as usize;
-    f.render_widget(Paragraph::new(title_line(app)), title);
+    f.render_widget(Paragraph::new(title_line(app, title.width)), title);
     match app.screen {
         Screen::Topics => topics(f, app, main),
         Screen::Queues => queues(f, app, main),
         Screen::Messages => messages(f, app, main),
         Screen::Detail => detail::draw(f, app, main),
         Screen::Groups => groups(f, app, main),
-        Screen::Health => health(f, app, main),
+        Screen::GroupQueues => group_queues(f, app, main),
+        Screen::Health => health::draw(f, app, main),
         Screen::Results => results(f, app, main),
         Screen::Help => help(f, app, main),
     }
-    let line = match &app.input {
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(
+            cut(&selected_text(app), selection.width),
+            Style::new().add_modifier(Modifier::DIM),
+        ))),
+        selection,
+    );
+    f.render_widget(Paragraph::new(status_line(app)), status);
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(
+            cut(hints(app.screen), keys.width),
+            Style::new().add_modifier(Modifier::REVERSED),
+        ))),
+        keys,
+    );
+}
+
+fn status_line(app: &App) -> Line<'static> {
+    match &app.input {
         Some((kind, text)) => {
             let what = match kind {
-                InputKind::Search => "search (key, UNIQ_KEY or msg id)",
-                InputKind::Goto => "go to (queue offset or time)",
-                InputKind::Filter => "tag filter (TagA || TagB, * for none)",
+                InputKind::Search => "find (key, UNIQ_KEY or msg id)",
+                InputKind::Goto => "go to (queue offset, or time in UTC / with +08:00 / epoch ms)",
+                InputKind::Filter => "filter (TagA || TagB, key:K, prop:N=V, body:T; empty: off)",
+                InputKind::ListFilter => "show rows containing",
                 InputKind::SavePath => "save the message as JSON to",
             };
             Line::from(vec![
@@ -43,34 +74,148 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
                 Span::styled("_", Style::new().add_modifier(Modifier::SLOW_BLINK)),
             ])
         }
-        None => Line::from(Span::styled(
-            app.status.clone(),
-            Style::new().fg(Color::Cyan),
-        )),
-    };
-    f.render_widget(Paragraph::new(line), status);
+        None => {
+            let mut text = app.status.clone();
+            if let Some(s) = &app.page_scan {
+                text = format!("scanning… {} offsets scanned (Esc stops)", s.scanned);
+            }
+            Line::from(Span::styled(text, Style::new().fg(Color::Cyan)))
+        }
+    }
 }
 
-fn title_line(app: &App) -> Line<'static> {
+/// The selected row of the current list in full, so nothing cut in the list is lost.
+fn selected_text(app: &App) -> String {
+    match app.screen {
+        Screen::Topics => app.topic().map_or(String::new(), |t| {
+            format!(
+                "{}{}: {} in {}",
+                if t.system { "system topic " } else { "topic " },
+                t.name,
+                count_of(t.messages() as usize, "message"),
+                count_of(t.queues.len(), "queue")
+            )
+        }),
+        Screen::Queues => app.queue().map_or(String::new(), |q| {
+            format!(
+                "queue {}: offsets {}..{}; lag {}",
+                q.id,
+                q.min,
+                q.max,
+                lag_text(&q.lags)
+            )
+        }),
+        Screen::Messages => app
+            .visible_rows()
+            .into_iter()
+            .find(|r| r.queue_offset == app.msg_sel)
+            .map_or(String::new(), |r| {
+                // what the list cuts first comes first
+                format!(
+                    "qoffset {}  tags {}  keys {}  {} bytes  stored {} {ZONE}  id {}",
+                    r.queue_offset,
+                    if r.tags.is_empty() { "-" } else { &r.tags },
+                    if r.keys.is_empty() { "-" } else { &r.keys },
+                    r.size,
+                    format_utc(r.store_timestamp),
+                    r.msg_id
+                )
+            }),
+        Screen::Groups => app.group().map_or(String::new(), |g| {
+            format!(
+                "group {}: {} with offsets, lag {}; {} in its retry/DLQ queues",
+                g.group,
+                count_of(g.topics, "topic"),
+                g.lag,
+                count_of(g.retry_dlq as usize, "message")
+            )
+        }),
+        Screen::GroupQueues => app
+            .group_row_order()
+            .get(app.group_sel)
+            .map(|&i| &app.groups[i])
+            .map_or(String::new(), |g| {
+                format!(
+                    "{} {} queue {}: offset {}, max {}, {}",
+                    g.group,
+                    g.topic,
+                    g.queue,
+                    if g.offset < 0 {
+                        "none".to_string()
+                    } else {
+                        g.offset.to_string()
+                    },
+                    g.max,
+                    if g.counts_in_lag() {
+                        format!("lag {}", g.lag)
+                    } else {
+                        format!("{} held (not counted as lag)", g.lag)
+                    }
+                )
+            }),
+        Screen::Results => app
+            .result_order()
+            .get(app.result_sel)
+            .and_then(|&i| app.reader.message_at(app.results[i]).ok().flatten())
+            .map_or(String::new(), |l| {
+                let m = &l.message;
+                format!(
+                    "@{} {} queue {} qoffset {}  {} {ZONE}  keys {}  id {}",
+                    m.position,
+                    m.topic,
+                    m.queue_id,
+                    m.queue_offset,
+                    format_utc(m.store_timestamp),
+                    m.keys().join(" "),
+                    m.offset_msg_id()
+                )
+            }),
+        Screen::Detail | Screen::Health | Screen::Help => String::new(),
+    }
+}
+
+fn lag_text(lags: &[(String, i64)]) -> String {
+    if lags.is_empty() {
+        return "none (no group has an offset here)".into();
+    }
+    lags.iter()
+        .map(|(g, l)| format!("{g}:{l}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn title_line(app: &App, width: u16) -> Line<'static> {
+    let topic = |t: Option<&super::model::TopicRow>| t.map_or(String::new(), |t| t.name.clone());
     let where_ = match app.screen {
         Screen::Topics => "topics".to_string(),
-        Screen::Queues => format!("topics > {}", app.topic().map_or("", |t| t.name.as_str())),
+        Screen::Queues => format!("topics > {}", topic(app.topic())),
         Screen::Messages => format!(
-            "topics > {} > queue {}",
-            app.topic().map_or("", |t| t.name.as_str()),
-            app.queue().map_or(0, |q| q.id)
+            "{} > queue {}",
+            topic(app.list_topic()),
+            app.list_queue().map_or(0, |q| q.id)
         ),
         Screen::Detail => format!("message @{}", app.detail_offset.unwrap_or(0)),
         Screen::Groups => "consumer groups".into(),
+        Screen::GroupQueues => format!(
+            "consumer groups > {}",
+            app.group().map_or("", |g| g.group.as_str())
+        ),
         Screen::Health => "health".into(),
         Screen::Results => "search results".into(),
         Screen::Help => "help".into(),
     };
+    let head = " rmqstore ";
+    let rest = width.saturating_sub(head.len() as u16 + 1);
+    let text = format!(" {where_}   {}", app.store().root.display());
     Line::from(vec![
-        Span::styled(" rmqstore ", Style::new().fg(Color::Black).bg(Color::Cyan)),
-        Span::raw(format!(" {} ", app.store().root.display())),
-        Span::styled(where_, Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw("   Tab: topics/groups/health  ?: help"),
+        Span::styled(
+            head,
+            Style::new()
+                .fg(Color::Black)
+                .bg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(cut(&text, rest), Style::new().add_modifier(Modifier::BOLD)),
     ])
 }
 
@@ -78,330 +223,425 @@ fn block(title: String) -> Block<'static> {
     Block::default().borders(Borders::ALL).title(title)
 }
 
-fn selected() -> Style {
-    Style::new()
-        .bg(Color::Blue)
-        .fg(Color::White)
-        .add_modifier(Modifier::BOLD)
+/// The selected row: reversed video, so it shows also without colours.
+pub fn selected() -> Style {
+    Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
 }
 
-fn table<'a>(
-    header: Vec<&'a str>,
-    rows: Vec<Row<'a>>,
-    widths: Vec<Constraint>,
+/// A list: columns fitted to the area, cells cut with `…`, the selected row marked.
+pub fn list(
+    f: &mut Frame<'_>,
+    area: Rect,
+    columns: &[Column],
+    rows: Vec<Vec<String>>,
+    cell_style: impl Fn(usize, usize) -> Style,
+    selected_row: Option<usize>,
     title: String,
-) -> Table<'a> {
-    Table::new(rows, widths)
-        .header(
-            Row::new(header)
-                .style(Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED)),
-        )
-        .block(block(title))
+) {
+    let inner = area.width.saturating_sub(2 + SELECTED_MARK.len() as u16);
+    let widths = fit(columns, &rows, inner);
+    let shown: Vec<usize> = (0..columns.len()).filter(|&i| widths[i] > 0).collect();
+    let header = Row::new(
+        shown
+            .iter()
+            .map(|&i| Cell::from(cut(columns[i].header, widths[i])))
+            .collect::<Vec<_>>(),
+    )
+    .style(Style::new().add_modifier(Modifier::BOLD | Modifier::UNDERLINED));
+    let body: Vec<Row<'_>> = rows
+        .iter()
+        .enumerate()
+        .map(|(r, cells)| {
+            Row::new(
+                shown
+                    .iter()
+                    .map(|&i| {
+                        let text = cells.get(i).map_or("", String::as_str);
+                        Cell::from(cut(text, widths[i])).style(cell_style(r, i))
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    let constraints: Vec<Constraint> = shown
+        .iter()
+        .map(|&i| Constraint::Length(widths[i]))
+        .collect();
+    let table = Table::new(body, constraints)
+        .header(header)
+        .column_spacing(SPACING)
+        .block(block(cut(&title, area.width.saturating_sub(2))))
         .row_highlight_style(selected())
+        .highlight_symbol(SELECTED_MARK)
+        .highlight_spacing(ratatui::widgets::HighlightSpacing::Always);
+    let mut st = TableState::default().with_selected(selected_row.filter(|_| !rows.is_empty()));
+    f.render_stateful_widget(table, area, &mut st);
+}
+
+fn plain(_: usize, _: usize) -> Style {
+    Style::new()
+}
+
+fn filter_note(app: &App) -> String {
+    if app.list_filter.is_empty() {
+        String::new()
+    } else {
+        format!(" containing {:?}", app.list_filter)
+    }
+}
+
+fn sort_note(app: &App) -> String {
+    match app.sort_of(app.screen) {
+        0 => String::new(),
+        i => format!(", by {}", sort_names(app.screen)[i]),
+    }
 }
 
 fn topics(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let mut rows = Vec::new();
-    let mut last_system = false;
-    for t in &app.topics {
-        let (min, max) = t
-            .queues
-            .iter()
-            .fold((u64::MAX, 0), |(a, b), q| (a.min(q.min), b.max(q.max)));
-        let name = if t.system && !last_system {
-            format!("[system] {}", t.name)
-        } else {
-            t.name.clone()
-        };
-        last_system = t.system;
-        rows.push(Row::new(vec![
-            Cell::from(name),
-            Cell::from(t.queues.len().to_string()),
-            Cell::from(t.messages().to_string()),
-            Cell::from(if min == u64::MAX {
-                "-".into()
-            } else {
-                min.to_string()
-            }),
-            Cell::from(max.to_string()),
-        ]));
-    }
-    let mut st = TableState::default().with_selected(Some(app.topic_sel));
-    let tb = table(
-        vec!["TOPIC", "QUEUES", "MESSAGES", "MIN", "MAX"],
-        rows,
-        vec![
-            Constraint::Min(24),
-            Constraint::Length(7),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(10),
-        ],
-        format!(" {} topics (Enter: queues) ", app.topics.len()),
+    let order = app.topic_order();
+    let rows = order
+        .iter()
+        .map(|&i| {
+            let t = &app.topics[i];
+            let (min, max) = t
+                .bounds()
+                .map_or(("-".to_string(), "-".to_string()), |(a, b)| {
+                    (a.to_string(), b.to_string())
+                });
+            vec![
+                if t.system {
+                    format!("[system] {}", t.name)
+                } else {
+                    t.name.clone()
+                },
+                t.queues.len().to_string(),
+                t.messages().to_string(),
+                min,
+                max,
+            ]
+        })
+        .collect();
+    let columns = [
+        Column::new("TOPIC", 16, 0),
+        Column::new("QUEUES", 6, 1),
+        Column::new("MESSAGES", 8, 1),
+        Column::new("MIN", 6, 3),
+        Column::new("MAX", 6, 2),
+    ];
+    let title = format!(
+        " {}{}{} ",
+        count_of(order.len(), "topic"),
+        filter_note(app),
+        sort_note(app)
     );
-    f.render_stateful_widget(tb, area, &mut st);
+    list(f, area, &columns, rows, plain, Some(app.topic_sel), title);
 }
 
 fn queues(f: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(t) = app.topic() else { return };
-    let rows = t
-        .queues
+    let rows = app
+        .queue_order()
         .iter()
-        .map(|q| {
-            let lags = q
-                .lags
-                .iter()
-                .map(|(g, l)| format!("{g}:{l}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            Row::new(vec![
+        .map(|&i| {
+            let q = &t.queues[i];
+            vec![
                 q.id.to_string(),
                 q.min.to_string(),
                 q.max.to_string(),
-                q.max.saturating_sub(q.min).to_string(),
-                lags,
-            ])
+                q.messages().to_string(),
+                lag_text(&q.lags),
+            ]
         })
         .collect();
-    let mut st = TableState::default().with_selected(Some(app.queue_sel));
-    let tb = table(
-        vec!["QUEUE", "MIN", "MAX", "MESSAGES", "LAG BY GROUP"],
-        rows,
-        vec![
-            Constraint::Length(6),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(9),
-            Constraint::Min(20),
-        ],
-        format!(" {} (Enter: messages) ", t.name),
-    );
-    f.render_stateful_widget(tb, area, &mut st);
-}
-
-/// Epoch ms as `YYYY-mm-dd HH:MM:SS.mmm` UTC.
-pub fn time(ms: i64) -> String {
-    chrono::DateTime::from_timestamp_millis(ms)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
-        .unwrap_or_else(|| ms.to_string())
+    let columns = [
+        Column::new("QUEUE", 5, 0),
+        Column::new("MIN", 6, 2),
+        Column::new("MAX", 6, 1),
+        Column::new("MESSAGES", 8, 1),
+        Column::new("LAG BY GROUP", 12, 0),
+    ];
+    let title = format!(" {}{}{} ", t.name, filter_note(app), sort_note(app));
+    list(f, area, &columns, rows, plain, Some(app.queue_sel), title);
 }
 
 fn messages(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let sel = app.rows.iter().position(|r| r.queue_offset == app.msg_sel);
-    let rows = app
-        .rows
-        .iter()
-        .map(|r| {
-            Row::new(vec![
-                r.queue_offset.to_string(),
-                time(r.store_timestamp),
-                r.tags.clone(),
-                r.keys.clone(),
-                r.size.to_string(),
-                r.msg_id.clone(),
-            ])
-        })
-        .collect();
-    let q = app.queue();
-    let filter = app
-        .tag_filter
-        .as_ref()
-        .map(|(t, _)| format!(" tags {t}"))
-        .unwrap_or_default();
-    let mut st = TableState::default().with_selected(sel);
-    let tb = table(
-        vec!["QOFFSET", "STORED (UTC)", "TAGS", "KEYS", "SIZE", "MSG ID"],
-        rows,
-        vec![
-            Constraint::Length(8),
-            Constraint::Length(23),
-            Constraint::Length(9),
-            Constraint::Min(10),
-            Constraint::Length(6),
-            Constraint::Length(32),
-        ],
-        format!(
-            " queue offsets {}..{} of {}..{}{filter} (Enter: detail, g: go to, f: filter) ",
-            app.msg_top,
-            app.msg_top + app.rows.len() as u64,
-            q.map_or(0, |q| q.min),
-            q.map_or(0, |q| q.max)
-        ),
+    let visible = app.visible_rows();
+    let sel = visible.iter().position(|r| r.queue_offset == app.msg_sel);
+    let (first, last) = (
+        visible.first().map(|r| r.queue_offset),
+        visible.last().map(|r| r.queue_offset),
     );
-    f.render_stateful_widget(tb, area, &mut st);
+    let rows: Vec<Vec<String>> = visible.iter().map(|r| r.cells()).collect();
+    let q = app.list_queue();
+    let shown = match (first, last) {
+        (Some(a), Some(b)) => format!("offsets {a}..={b}"),
+        _ => "no messages".into(),
+    };
+    let filter = match (&app.msg_filter, &app.filter_count) {
+        (Some((_, mf)), Some(c)) => {
+            let p = &c.progress;
+            let matched = p.matched.load(std::sync::atomic::Ordering::Relaxed);
+            let scanned = p.scanned.load(std::sync::atomic::Ordering::Relaxed);
+            if p.done.load(std::sync::atomic::Ordering::Relaxed) {
+                format!(
+                    ", {}: {} in {} offsets",
+                    mf.describe(),
+                    plural(matched as usize, "match", "matches"),
+                    scanned
+                )
+            } else {
+                format!(
+                    ", {}: counting… {matched} so far, {scanned}/{} offsets",
+                    mf.describe(),
+                    c.total
+                )
+            }
+        }
+        (Some((_, mf)), None) => format!(", {}", mf.describe()),
+        _ => String::new(),
+    };
+    let title = format!(
+        " {shown} of {}..{}{filter}{} ",
+        q.map_or(0, |q| q.min),
+        q.map_or(0, |q| q.max),
+        filter_note(app)
+    );
+    let columns = [
+        Column::new("QOFFSET", 7, 0),
+        Column::new("STORED (UTC)", 23, 0),
+        Column::new("TAGS", 4, 2),
+        Column::new("KEYS", 4, 3),
+        Column::new("SIZE", 4, 4),
+        Column::new("MSG ID", 32, 1),
+    ];
+    list(f, area, &columns, rows, plain, sel, title);
 }
 
 fn groups(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let rows = app
-        .groups
+    let order = app.summary_order();
+    let rows = order
         .iter()
-        .map(|g| {
-            Row::new(vec![
+        .map(|&i| {
+            let g = &app.group_summaries[i];
+            vec![
                 g.group.clone(),
-                g.topic.clone(),
-                g.queue.to_string(),
-                if g.offset < 0 {
-                    "-".to_string()
-                } else {
-                    g.offset.to_string()
-                },
-                g.max.to_string(),
+                g.topics.to_string(),
                 g.lag.to_string(),
-            ])
+                g.retry_dlq.to_string(),
+            ]
         })
         .collect();
-    let total: i64 = app.groups.iter().map(|g| g.lag).sum();
-    let mut st = TableState::default().with_selected(Some(app.group_sel));
-    let tb = table(
-        vec!["GROUP", "TOPIC", "QUEUE", "OFFSET", "MAX", "LAG"],
-        rows,
-        vec![
-            Constraint::Min(14),
-            Constraint::Min(18),
-            Constraint::Length(6),
-            Constraint::Length(9),
-            Constraint::Length(9),
-            Constraint::Length(9),
-        ],
-        format!(" consumer groups, total lag {total} (Enter: open at the group's offset) "),
+    let total = app
+        .group_summaries
+        .iter()
+        .fold(0i64, |a, g| a.saturating_add(g.lag));
+    let columns = [
+        Column::new("GROUP", 12, 0),
+        Column::new("TOPICS", 6, 1),
+        Column::new("LAG", 5, 0),
+        Column::new("IN RETRY/DLQ", 6, 2),
+    ];
+    let title = format!(
+        " {}, total lag {total}{}{} ",
+        count_of(order.len(), "consumer group"),
+        filter_note(app),
+        sort_note(app)
     );
-    f.render_stateful_widget(tb, area, &mut st);
+    list(f, area, &columns, rows, plain, Some(app.summary_sel), title);
 }
 
-fn health(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let title = match &app.health_state {
-        HealthState::NotStarted => " health: H to run verify ".to_string(),
-        HealthState::Running { done, total } => format!(
-            " health: verify running {}% (Esc stops) ",
-            if *total > 0 { done * 100 / total } else { 0 }
-        ),
-        HealthState::Done => format!(" health: {} findings (Enter: jump) ", app.health.len()),
-        HealthState::Failed(e) => format!(" health: verify failed: {e} "),
-    };
+fn group_queues(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let Some(g) = app.group() else { return };
     let rows = app
-        .health
+        .group_row_order()
         .iter()
-        .map(|x| {
-            let color = match x.severity {
-                crate::format::finding::Severity::Error => Color::Red,
-                crate::format::finding::Severity::Warning => Color::Yellow,
-                crate::format::finding::Severity::Info => Color::Gray,
-            };
-            Row::new(vec![
-                Cell::from(x.severity.to_string()).style(Style::new().fg(color)),
-                Cell::from(x.code),
-                Cell::from(format!(
-                    "{}@{}",
-                    x.file
-                        .strip_prefix(&app.store().root)
-                        .unwrap_or(&x.file)
-                        .display(),
-                    x.offset
-                )),
-                Cell::from(x.message.clone()),
-            ])
+        .map(|&i| {
+            let r = &app.groups[i];
+            vec![
+                r.topic.clone(),
+                r.queue.to_string(),
+                if r.offset < 0 {
+                    "-".to_string()
+                } else {
+                    r.offset.to_string()
+                },
+                r.max.to_string(),
+                if r.counts_in_lag() {
+                    r.lag.to_string()
+                } else {
+                    format!("({})", r.lag)
+                },
+            ]
         })
         .collect();
-    let mut st = TableState::default().with_selected(Some(app.health_sel));
-    let tb = table(
-        vec!["SEVERITY", "CODE", "WHERE", "WHAT"],
-        rows,
-        vec![
-            Constraint::Length(8),
-            Constraint::Length(26),
-            Constraint::Length(30),
-            Constraint::Min(20),
-        ],
-        title,
+    let columns = [
+        Column::new("TOPIC", 16, 0),
+        Column::new("QUEUE", 5, 0),
+        Column::new("OFFSET", 6, 1),
+        Column::new("MAX", 6, 2),
+        Column::new("LAG", 5, 0),
+    ];
+    let title = format!(
+        " {}: lag {}, (n) = held in retry/DLQ, not lag{}{} ",
+        g.group,
+        g.lag,
+        filter_note(app),
+        sort_note(app)
     );
-    f.render_stateful_widget(tb, area, &mut st);
+    list(f, area, &columns, rows, plain, Some(app.group_sel), title);
 }
 
 fn results(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let rows = app
-        .results
+    let order = app.result_order();
+    let rows = order
         .iter()
-        .map(|&o| match app.reader.message_at(o) {
-            Ok(Some(l)) => Row::new(vec![
-                o.to_string(),
-                l.message.topic.to_string(),
-                l.message.queue_id.to_string(),
-                l.message.queue_offset.to_string(),
-                time(l.message.store_timestamp),
-                l.message.keys().join(" "),
-            ]),
-            _ => Row::new(vec![o.to_string(), "(unreadable)".into()]),
+        .map(|&i| {
+            let o = app.results[i];
+            match app.reader.message_at(o) {
+                Ok(Some(l)) => vec![
+                    o.to_string(),
+                    l.message.topic.to_string(),
+                    l.message.queue_id.to_string(),
+                    l.message.queue_offset.to_string(),
+                    format_utc(l.message.store_timestamp),
+                    l.message.keys().join(" "),
+                ],
+                _ => vec![o.to_string(), "(unreadable)".into()],
+            }
         })
         .collect();
-    let mut st = TableState::default().with_selected(Some(app.result_sel));
-    let tb = table(
-        vec![
-            "OFFSET",
-            "TOPIC",
-            "QUEUE",
-            "QOFFSET",
-            "STORED (UTC)",
-            "KEYS",
-        ],
-        rows,
-        vec![
-            Constraint::Length(10),
-            Constraint::Min(14),
-            Constraint::Length(5),
-            Constraint::Length(8),
-            Constraint::Length(23),
-            Constraint::Min(10),
-        ],
-        format!(" {} (n/N: next/previous) ", app.results_title),
+    let columns = [
+        Column::new("OFFSET", 6, 1),
+        Column::new("TOPIC", 12, 0),
+        Column::new("QUEUE", 5, 2),
+        Column::new("QOFFSET", 7, 2),
+        Column::new("STORED (UTC)", 23, 0),
+        Column::new("KEYS", 4, 3),
+    ];
+    let title = format!(
+        " {}{}{} ",
+        app.results_title,
+        filter_note(app),
+        sort_note(app)
     );
-    f.render_stateful_widget(tb, area, &mut st);
+    list(f, area, &columns, rows, plain, Some(app.result_sel), title);
 }
 
-pub const HELP: &[(&str, &str)] = &[
-    (
-        "arrows, hjkl",
-        "move; Enter/l opens, Esc/Backspace/h goes back",
-    ),
-    ("Tab", "topics -> consumer groups -> health"),
-    ("PgUp PgDn Home End", "page through lists"),
-    (
-        "/",
-        "search: key, UNIQ_KEY or offset message id (index, scan if none)",
-    ),
-    ("g", "go to a queue offset or a time (epoch ms or ISO date)"),
-    (
-        "f",
-        "filter the message list by tag expression (TagA || TagB)",
-    ),
-    ("n N", "next / previous search result"),
-    (
-        "t",
-        "body view: text, pretty JSON, hex, raw record with fields marked",
-    ),
-    (
-        "y",
-        "save the message as JSON to a file you confirm (never inside the store)",
-    ),
-    ("H", "run verify in the background (health)"),
-    ("q, Ctrl-C", "quit (the store is never written)"),
-];
-
-fn help(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let lines: Vec<Line<'_>> = HELP
-        .iter()
-        .map(|(k, v)| {
-            Line::from(vec![
-                Span::styled(format!("{k:<20}"), Style::new().fg(Color::Yellow)),
-                Span::raw(*v),
-            ])
-        })
-        .collect();
-    let _ = BodyView::Text;
+fn help(f: &mut Frame<'_>, app: &mut App, area: Rect) {
+    const KEY_WIDTH: usize = 20;
+    let text_width = (area.width as usize).saturating_sub(2 + KEY_WIDTH).max(10);
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    for (k, v) in HELP {
+        // the description wraps under itself, the key column stays clear
+        let mut rows: Vec<String> = vec![String::new()];
+        for word in v.split(' ') {
+            let last = rows.last_mut().expect("one row");
+            if !last.is_empty() && last.len() + 1 + word.len() > text_width {
+                rows.push(word.to_string());
+            } else {
+                if !last.is_empty() {
+                    last.push(' ');
+                }
+                last.push_str(word);
+            }
+        }
+        for (i, row) in rows.into_iter().enumerate() {
+            let key = if i == 0 { *k } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{key:<KEY_WIDTH$}"), Style::new().fg(Color::Yellow)),
+                Span::raw(row),
+            ]));
+        }
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from(format!(
+        "Times are shown and read in {ZONE}. The browser never writes into the store."
+    )));
+    let height = area.height.saturating_sub(2) as usize;
+    app.help_max_scroll = lines.len().saturating_sub(height).min(u16::MAX as usize) as u16;
+    app.help_scroll = app.help_scroll.min(app.help_max_scroll);
     f.render_widget(
         Paragraph::new(lines)
             .block(block(" keys ".into()))
             .wrap(Wrap { trim: false })
-            .scroll((app.detail_scroll, 0)),
+            .scroll((app.help_scroll, 0)),
         area,
     );
+}
+
+/// Lines split to fit `width` cells (styles kept), so a view knows its own height.
+pub fn wrap(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
+    let width = width.max(1) as usize;
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines {
+        if line.width() <= width {
+            out.push(line);
+            continue;
+        }
+        if line.spans.len() == 1 && line.spans[0].content.is_ascii() {
+            // one run of text: break between words where it can
+            let style = line.spans[0].style;
+            let text = line.spans[0].content.to_string();
+            for piece in word_wrap(&text, width) {
+                out.push(Line::from(Span::styled(piece, style)));
+            }
+            continue;
+        }
+        let mut current: Vec<Span<'static>> = Vec::new();
+        let mut used = 0usize;
+        for span in line.spans {
+            let mut piece = String::new();
+            for c in span.content.chars() {
+                let w = if c.is_ascii() {
+                    1
+                } else {
+                    Span::raw(c.to_string()).width()
+                };
+                if used + w > width {
+                    current.push(Span::styled(std::mem::take(&mut piece), span.style));
+                    out.push(Line::from(std::mem::take(&mut current)));
+                    used = 0;
+                }
+                piece.push(c);
+                used += w;
+            }
+            if !piece.is_empty() {
+                current.push(Span::styled(piece, span.style));
+            }
+        }
+        if !current.is_empty() {
+            out.push(Line::from(current));
+        }
+    }
+    out
+}
+
+/// ASCII text in lines of at most `width` characters, broken after spaces where possible.
+fn word_wrap(text: &str, width: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.len() > width {
+        let cut = rest[..=width]
+            .rfind(' ')
+            .filter(|&i| i > 0)
+            .map_or(width, |i| i + 1);
+        out.push(rest[..cut].to_string());
+        rest = &rest[cut..];
+    }
+    out.push(rest.to_string());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrap_breaks_between_words_and_splits_long_words() {
+        assert_eq!(word_wrap("one two three", 8), ["one two ", "three"]);
+        assert_eq!(word_wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        let lines = wrap(vec![Line::from("first copy C0A8000A00002A9F")], 16);
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        assert_eq!(text, ["first copy ", "C0A8000A00002A9F"]);
+    }
 }

@@ -1,0 +1,148 @@
+//! The health screen: verify's findings in a list, and under it the selected finding in full
+//! (severity, code, file and byte offset, what it says, what the broker does about it) or, with
+//! `r`, the recovery plan: what the broker would do on its next start (the arrows scroll it
+//! while it is shown).
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::Frame;
+
+use super::app::{count_of, App, HealthState};
+use super::columns::Column;
+use super::ui::{list, wrap};
+use crate::format::finding::{Finding, Severity};
+
+pub fn draw(f: &mut Frame<'_>, app: &mut App, area: Rect) {
+    // the plan gets most of the screen when asked for (or when there is no finding)
+    let pane_height = if app.show_recovery {
+        area.height.saturating_sub(5).max(3)
+    } else {
+        (area.height / 2).clamp(3, 12)
+    };
+    let [top, bottom] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(pane_height)]).areas(area);
+    findings(f, app, top);
+    let inner = bottom.width.saturating_sub(2);
+    let (title, lines, scroll) = if app.show_recovery {
+        // the plan scrolls with the arrows and pages while it is shown
+        let lines = wrap(plan_lines(app), inner);
+        let height = bottom.height.saturating_sub(2) as usize;
+        app.plan_max_scroll = lines.len().saturating_sub(height).min(u16::MAX as usize) as u16;
+        app.plan_scroll = app.plan_scroll.min(app.plan_max_scroll);
+        let title = " recovery plan: what the broker does on its next start (r: finding) ";
+        (title, lines, app.plan_scroll)
+    } else {
+        (
+            " finding (r: recovery plan) ",
+            wrap(finding_lines(app), inner),
+            0,
+        )
+    };
+    f.render_widget(
+        Paragraph::new(lines)
+            .scroll((scroll, 0))
+            .block(Block::default().borders(Borders::ALL).title(title)),
+        bottom,
+    );
+}
+
+fn findings(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let order = app.health_order();
+    let title = match &app.health_state {
+        HealthState::NotStarted => " health: H to run verify ".to_string(),
+        HealthState::Running { done, total } => format!(
+            " health: verify running {}% (Esc stops) ",
+            if *total > 0 { done * 100 / total } else { 0 }
+        ),
+        HealthState::Done => format!(" health: {} ", count_of(order.len(), "finding")),
+        HealthState::Failed(e) => format!(" health: verify failed: {e} "),
+    };
+    let findings: Vec<&Finding> = order.iter().map(|&i| &app.health[i]).collect();
+    let rows = findings
+        .iter()
+        .map(|x| {
+            vec![
+                x.severity.to_string(),
+                x.code.to_string(),
+                format!("{}@{}", relative(app, x), x.offset),
+                x.message.clone(),
+            ]
+        })
+        .collect();
+    let columns = [
+        Column::new("SEVERITY", 8, 1),
+        Column::new("CODE", 10, 2),
+        Column::new("WHERE", 12, 1),
+        Column::new("WHAT", 20, 0),
+    ];
+    let style = |r: usize, c: usize| {
+        if c != 0 {
+            return Style::new();
+        }
+        match findings.get(r).map(|x| x.severity) {
+            Some(Severity::Error) => Style::new().fg(Color::Red),
+            Some(Severity::Warning) => Style::new().fg(Color::Yellow),
+            _ => Style::new(),
+        }
+    };
+    list(f, area, &columns, rows, style, Some(app.health_sel), title);
+}
+
+fn relative(app: &App, x: &Finding) -> String {
+    x.file
+        .strip_prefix(&app.store().root)
+        .unwrap_or(&x.file)
+        .display()
+        .to_string()
+}
+
+fn field(name: &str, value: String) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{name:<8}"), Style::new().fg(Color::Yellow)),
+        Span::raw(value),
+    ])
+}
+
+fn finding_lines(app: &App) -> Vec<Line<'static>> {
+    let Some(x) = app.finding() else {
+        return vec![Line::from(match app.health_state {
+            HealthState::Done => "no findings: r shows the recovery plan",
+            _ => "no finding selected",
+        })];
+    };
+    let mut out = vec![
+        Line::from(Span::styled(
+            format!("{} {}", x.severity, x.code),
+            Style::new().add_modifier(Modifier::BOLD),
+        )),
+        field("file", format!("{} at byte {}", relative(app, x), x.offset)),
+        field("what", x.message.clone()),
+    ];
+    if let Some(a) = &x.broker_action {
+        out.push(field("broker", a.clone()));
+    }
+    if let Some(r) = x.record {
+        out.push(field(
+            "record",
+            format!("at commitlog offset {r} (Enter opens it)"),
+        ));
+    }
+    out
+}
+
+fn plan_lines(app: &App) -> Vec<Line<'static>> {
+    match &app.recovery {
+        None => vec![Line::from(match app.health_state {
+            HealthState::Running { .. } => "planning after verify…",
+            _ => "H runs verify and plans the recovery",
+        })],
+        Some(Err(e)) => vec![Line::from(format!("the recovery plan failed: {e}"))],
+        Some(Ok(steps)) => steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Line::from(format!("{}. {s}", i + 1)))
+            .collect(),
+    }
+}

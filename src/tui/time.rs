@@ -1,0 +1,71 @@
+//! Times in the browser: shown in UTC and read in UTC, so what the screen says and what `g`
+//! accepts agree whatever the machine's time zone. A time with an explicit offset (`Z`,
+//! `+08:00`) is read in that offset; a bare number is epoch milliseconds.
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime};
+
+/// The zone every time on screen is in.
+pub const ZONE: &str = "UTC";
+
+/// Epoch ms as `YYYY-mm-dd HH:MM:SS.mmm` in UTC (the number itself when out of range).
+pub fn format_utc(ms: i64) -> String {
+    DateTime::from_timestamp_millis(ms)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+        .unwrap_or_else(|| ms.to_string())
+}
+
+/// Epoch milliseconds, an ISO 8601 date-time with an offset, or one without (read as UTC).
+pub fn parse_utc(text: &str) -> Result<i64, String> {
+    let s = text.trim();
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse::<i64>().map_err(|e| format!("time {s:?}: {e}"));
+    }
+    let with_t = s.replacen(' ', "T", 1);
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f%:z",
+        "%Y-%m-%dT%H:%M%:z",
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%dT%H:%M%z",
+    ] {
+        if let Ok(t) = DateTime::parse_from_str(&with_t, fmt) {
+            return Ok(t.timestamp_millis());
+        }
+    }
+    let naive = with_t.strip_suffix(['Z', 'z']).unwrap_or(&with_t);
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(naive, f).ok())
+        .or_else(|| {
+            NaiveDate::parse_from_str(naive, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })
+        .map(|t| t.and_utc().timestamp_millis())
+        .ok_or_else(|| {
+            format!(
+                "time {s:?}: expected epoch ms or a date-time in {ZONE} (2026-11-30 10:15:00), \
+                 or with an offset (2026-11-30T18:15:00+08:00)"
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn zoneless_times_are_utc_and_offsets_are_honoured() {
+        assert_eq!(parse_utc("1000").unwrap(), 1000);
+        assert_eq!(parse_utc("1970-01-01 00:00:01").unwrap(), 1000);
+        assert_eq!(parse_utc("1970-01-01T00:00:01.250").unwrap(), 1250);
+        assert_eq!(parse_utc("1970-01-01T00:00:01Z").unwrap(), 1000);
+        assert_eq!(parse_utc("1970-01-01T08:00:00+08:00").unwrap(), 0);
+        assert_eq!(parse_utc("1970-01-01 08:00+08:00").unwrap(), 0);
+        assert_eq!(parse_utc("1970-01-02").unwrap(), 86_400_000);
+        assert!(parse_utc("yesterday").unwrap_err().contains("UTC"));
+        assert_eq!(format_utc(1250), "1970-01-01 00:00:01.250");
+        let shown = format_utc(1_796_073_054_160);
+        assert_eq!(parse_utc(&shown).unwrap(), 1_796_073_054_160);
+    }
+}
