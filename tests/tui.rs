@@ -514,7 +514,14 @@ fn groups_lag_matches_info_and_drills_down_to_queues() {
         .arg(fixture())
         .output()
         .unwrap();
-    let info: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // the first line is the `info` object, a summary follows
+    let first = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    let info: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(info["type"], "info");
     let info_lags: Vec<(String, i64)> = info["group_lag"]
         .as_array()
         .unwrap()
@@ -997,13 +1004,16 @@ fn tmux_tag_filter_counts_what_query_finds() {
         .arg(fixture())
         .output()
         .unwrap();
-    let last = String::from_utf8_lossy(&out.stdout)
+    // a message stream: the summary is the last JSON line on stderr
+    let last = String::from_utf8_lossy(&out.stderr)
         .lines()
+        .filter(|l| l.starts_with('{'))
         .last()
         .unwrap()
         .to_string();
     let summary: serde_json::Value = serde_json::from_str(&last).unwrap();
-    let want = summary["summary"]["messages"].as_u64().unwrap();
+    assert_eq!(summary["type"], "summary");
+    let want = summary["messages"].as_u64().unwrap();
     assert!(want > 40, "{summary}");
     open_queue_by_keys(&t, "AuditTopic", 3);
     t.keys(&["f"]);
