@@ -21,13 +21,22 @@ fn store_copy() -> (tempfile::TempDir, PathBuf) {
     (work, store)
 }
 
-fn offsets(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let o = bin().arg("offsets").arg(store).args(args).output().unwrap();
+/// `rmqstore <command> <store> <args>`: (exit code, stdout, stderr).
+fn run(command: &str, store: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = bin().arg(command).arg(store).args(args).output().unwrap();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
+}
+
+fn offsets(store: &Path, args: &[&str]) -> (i32, String, String) {
+    run("offsets", store, args)
+}
+
+fn config(store: &Path, args: &[&str]) -> (i32, String, String) {
+    run("config", store, args)
 }
 
 fn table(store: &Path) -> ConsumerOffsets {
@@ -272,15 +281,6 @@ fn a_held_lock_refuses_the_write() {
     );
     assert_eq!(code, 0, "{err}");
     drop(lock);
-}
-
-fn config(store: &Path, args: &[&str]) -> (i32, String, String) {
-    let o = bin().arg("config").arg(store).args(args).output().unwrap();
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
 }
 
 #[test]

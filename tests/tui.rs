@@ -1007,8 +1007,7 @@ fn tmux_tag_filter_counts_what_query_finds() {
     // a message stream: the summary is the last JSON line on stderr
     let last = String::from_utf8_lossy(&out.stderr)
         .lines()
-        .filter(|l| l.starts_with('{'))
-        .last()
+        .rfind(|l| l.starts_with('{'))
         .unwrap()
         .to_string();
     let summary: serde_json::Value = serde_json::from_str(&last).unwrap();

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::names;
-use super::output::{summary_line, typed_line};
+use super::output::{self, summary_line, typed_line};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::config_admin::{self, ConfigChange};
 use crate::engine::safedir::StoreLock;
@@ -313,13 +313,7 @@ fn edit<T: ConfigFile + Clone>(
     }
     if let (true, Some(lock)) = (applied, lock) {
         let backup = config_admin::save_under_lock(&lock, &value, "config")?;
-        eprintln!(
-            "rmqstore: wrote {}{}",
-            store.config_dir().join(T::FILE_NAME).display(),
-            backup
-                .map(|b| format!(" (the previous file is kept as {} and .bak)", b.display()))
-                .unwrap_or_default()
-        );
+        output::note_written(&store.config_dir().join(T::FILE_NAME), backup);
     }
     Ok(ExitStatus::Success)
 }

@@ -14,7 +14,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use super::names;
-use super::output::{parse_time_arg, summary_line, typed_line};
+use super::output::{self, parse_time_arg, summary_line, typed_line};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::offset_admin::{self, OffsetPlan, QueueChange, Target};
@@ -239,13 +239,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     };
     let backup = offset_admin::apply(&lock, &plan)?;
-    eprintln!(
-        "rmqstore: wrote {}{}",
-        store.config_dir().join("consumerOffset.json").display(),
-        backup
-            .map(|b| format!(" (the previous file is kept as {} and .bak)", b.display()))
-            .unwrap_or_default()
-    );
+    output::note_written(&store.config_dir().join("consumerOffset.json"), backup);
     Ok(ExitStatus::Success)
 }
 

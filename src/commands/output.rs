@@ -144,6 +144,17 @@ pub fn painted(text: &str, paint: Paint, to_stderr: bool) -> String {
 
 pub use crate::engine::message_json::{encode_body, BodyMode, MessageJson};
 
+/// Say on stderr which config file was written and where the previous one is kept.
+pub fn note_written(file: &std::path::Path, backup: Option<std::path::PathBuf>) {
+    eprintln!(
+        "rmqstore: wrote {}{}",
+        file.display(),
+        backup
+            .map(|b| format!(" (the previous file is kept as {} and .bak)", b.display()))
+            .unwrap_or_default()
+    );
+}
+
 /// Say on stderr that a limit cut a result short.
 pub fn note_truncated(what: &str) {
     eprintln!("rmqstore: note: {what}");
@@ -185,49 +196,8 @@ mod tests {
 /// (`2026-11-30`, midnight) or date-time (`2026-11-30T10:15:00`, seconds and `.SSS` optional, a
 /// space accepted for `T`), with a zone (`Z`, `+08:00`) or else in the local time zone.
 pub fn parse_time(s: &str) -> anyhow::Result<i64> {
-    use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, TimeZone};
-    let s = s.trim();
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        return s
-            .parse::<i64>()
-            .map_err(|e| anyhow::anyhow!("time {s:?}: {e}"));
-    }
-    let with_t = s.replacen(' ', "T", 1);
-    for fmt in [
-        "%Y-%m-%dT%H:%M:%S%.f%:z",
-        "%Y-%m-%dT%H:%M%:z",
-        "%Y-%m-%dT%H:%M:%S%.f%z",
-    ] {
-        if let Ok(t) = DateTime::parse_from_str(&with_t, fmt) {
-            return Ok(t.timestamp_millis());
-        }
-    }
-    let (naive_text, utc) = match with_t.strip_suffix(['Z', 'z']) {
-        Some(rest) => (rest.to_string(), true),
-        None => (with_t.clone(), false),
-    };
-    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(&naive_text, f).ok())
-        .or_else(|| {
-            NaiveDate::parse_from_str(&naive_text, "%Y-%m-%d")
-                .ok()
-                .and_then(|d| d.and_hms_opt(0, 0, 0))
-        })
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "time {s:?}: expected epoch milliseconds or an ISO 8601 date or date-time \
-                 (2026-11-30, 2026-11-30T10:15:00, 2026-11-30T10:15:00.250+08:00)"
-            )
-        })?;
-    if utc {
-        return Ok(naive.and_utc().timestamp_millis());
-    }
-    match chrono::Local.from_local_datetime(&naive) {
-        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Ok(t.timestamp_millis()),
-        LocalResult::None => anyhow::bail!("time {s:?} does not exist in the local time zone"),
-    }
+    crate::engine::clock::parse_time(s, crate::engine::clock::Zoneless::Local)
+        .map_err(|e| anyhow::anyhow!(e))
 }
 
 /// [`parse_time`] for clap's `value_parser`.

@@ -62,3 +62,63 @@ mod tests {
         assert!(SystemClock.now_ms() > 1_600_000_000_000);
     }
 }
+
+/// How a time written without a zone is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Zoneless {
+    /// In the machine's local time zone (`TZ`).
+    Local,
+    Utc,
+}
+
+/// Parse a time: epoch milliseconds (`1796073054160`), or an ISO 8601 date (`2026-11-30`,
+/// midnight) or date-time (`2026-11-30T10:15:00`, seconds and `.SSS` optional, a space accepted
+/// for `T`) with a zone (`Z`, `+08:00`), or else read as `zoneless` says.
+pub fn parse_time(s: &str, zoneless: Zoneless) -> Result<i64, String> {
+    use chrono::{DateTime, LocalResult, NaiveDate, NaiveDateTime, TimeZone};
+    let s = s.trim();
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return s.parse::<i64>().map_err(|e| format!("time {s:?}: {e}"));
+    }
+    let with_t = s.replacen(' ', "T", 1);
+    for fmt in [
+        "%Y-%m-%dT%H:%M:%S%.f%:z",
+        "%Y-%m-%dT%H:%M%:z",
+        "%Y-%m-%dT%H:%M:%S%.f%z",
+        "%Y-%m-%dT%H:%M%z",
+    ] {
+        if let Ok(t) = DateTime::parse_from_str(&with_t, fmt) {
+            return Ok(t.timestamp_millis());
+        }
+    }
+    let (naive_text, utc) = match with_t.strip_suffix(['Z', 'z']) {
+        Some(rest) => (rest, true),
+        None => (with_t.as_str(), zoneless == Zoneless::Utc),
+    };
+    let zone = match zoneless {
+        Zoneless::Local => "the local time zone",
+        Zoneless::Utc => "UTC",
+    };
+    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(naive_text, f).ok())
+        .or_else(|| {
+            NaiveDate::parse_from_str(naive_text, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+        })
+        .ok_or_else(|| {
+            format!(
+                "time {s:?}: expected epoch milliseconds or an ISO 8601 date or date-time \
+                 (2026-11-30, 2026-11-30T10:15:00 in {zone}, 2026-11-30T10:15:00.250+08:00)"
+            )
+        })?;
+    if utc {
+        return Ok(naive.and_utc().timestamp_millis());
+    }
+    match chrono::Local.from_local_datetime(&naive) {
+        LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Ok(t.timestamp_millis()),
+        LocalResult::None => Err(format!("time {s:?} does not exist in {zone}")),
+    }
+}

@@ -236,44 +236,35 @@ pub fn set_group(
 
 /// Delete topic `name` from `configs`; the changes list its properties.
 pub fn delete_topic(configs: &mut TopicConfigs, name: &str, now_ms: i64) -> Vec<ConfigChange> {
-    let Some(before) = configs.get(name).cloned() else {
+    let Some(before) = configs.get(name).map(topic_properties) else {
         return Vec::new();
     };
     configs.table.retain(|(k, _)| k != name);
     bump(&mut configs.data_version, now_ms);
-    diff(
-        name,
-        TOPIC_KEYS,
-        Some(|k: &str| topic_value(&before, k)),
-        |_| String::new(),
-    )
-    .into_iter()
-    .map(|c| ConfigChange {
-        new_value: None,
-        ..c
-    })
-    .collect()
+    removed(name, before)
 }
 
 /// Delete subscription group `name`.
 pub fn delete_group(groups: &mut SubscriptionGroups, name: &str, now_ms: i64) -> Vec<ConfigChange> {
-    let Some(before) = groups.get(name).cloned() else {
+    let Some(before) = groups.get(name).map(group_properties) else {
         return Vec::new();
     };
     groups.table.retain(|(k, _)| k != name);
     bump(&mut groups.data_version, now_ms);
-    diff(
-        name,
-        GROUP_KEYS,
-        Some(|k: &str| group_value(&before, k)),
-        |_| String::new(),
-    )
-    .into_iter()
-    .map(|c| ConfigChange {
-        new_value: None,
-        ..c
-    })
-    .collect()
+    removed(name, before)
+}
+
+/// The changes that delete an entry with these properties.
+fn removed(name: &str, properties: Vec<(&'static str, String)>) -> Vec<ConfigChange> {
+    properties
+        .into_iter()
+        .map(|(k, v)| ConfigChange {
+            name: name.to_string(),
+            key: k.to_string(),
+            old_value: Some(v),
+            new_value: None,
+        })
+        .collect()
 }
 
 /// The keys whose value differs (all of them for a new entry).

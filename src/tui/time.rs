@@ -2,7 +2,7 @@
 //! accepts agree whatever the machine's time zone. A time with an explicit offset (`Z`,
 //! `+08:00`) is read in that offset; a bare number is epoch milliseconds.
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime};
+use chrono::DateTime;
 
 /// The zone every time on screen is in.
 pub const ZONE: &str = "UTC";
@@ -16,38 +16,7 @@ pub fn format_utc(ms: i64) -> String {
 
 /// Epoch milliseconds, an ISO 8601 date-time with an offset, or one without (read as UTC).
 pub fn parse_utc(text: &str) -> Result<i64, String> {
-    let s = text.trim();
-    let digits = s.strip_prefix('-').unwrap_or(s);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        return s.parse::<i64>().map_err(|e| format!("time {s:?}: {e}"));
-    }
-    let with_t = s.replacen(' ', "T", 1);
-    for fmt in [
-        "%Y-%m-%dT%H:%M:%S%.f%:z",
-        "%Y-%m-%dT%H:%M%:z",
-        "%Y-%m-%dT%H:%M:%S%.f%z",
-        "%Y-%m-%dT%H:%M%z",
-    ] {
-        if let Ok(t) = DateTime::parse_from_str(&with_t, fmt) {
-            return Ok(t.timestamp_millis());
-        }
-    }
-    let naive = with_t.strip_suffix(['Z', 'z']).unwrap_or(&with_t);
-    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(naive, f).ok())
-        .or_else(|| {
-            NaiveDate::parse_from_str(naive, "%Y-%m-%d")
-                .ok()
-                .and_then(|d| d.and_hms_opt(0, 0, 0))
-        })
-        .map(|t| t.and_utc().timestamp_millis())
-        .ok_or_else(|| {
-            format!(
-                "time {s:?}: expected epoch ms or a date-time in {ZONE} (2026-11-30 10:15:00), \
-                 or with an offset (2026-11-30T18:15:00+08:00)"
-            )
-        })
+    crate::engine::clock::parse_time(text, crate::engine::clock::Zoneless::Utc)
 }
 
 #[cfg(test)]
