@@ -348,7 +348,30 @@ fn unknown_names_are_errors_that_say_what_is_unknown_and_what_is_close() {
             &["did you mean \"OrderTopic\"?"],
         ),
     ];
-    for (args, words) in cases {
+    let out = tempfile::tempdir().unwrap();
+    let jsonl = out.path().join("x.jsonl");
+    let jsonl = jsonl.to_str().unwrap();
+    let more: &[(&[&str], &[&str])] = &[
+        (
+            &["export", "-g", "OrderGrup", "--out", jsonl],
+            &["did you mean \"OrderGroup\"?", "name its topic (--topic)"],
+        ),
+        (
+            &[
+                "replay",
+                "-g",
+                "NoSuchGroup",
+                "--exec",
+                "true",
+                "--until-idle",
+            ],
+            &[
+                "unknown consumer group \"NoSuchGroup\"",
+                "name its topic (--topic)",
+            ],
+        ),
+    ];
+    for (args, words) in cases.iter().chain(more) {
         let (code, stdout, stderr) = on_fixture(args);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stdout.is_empty(), "{args:?} printed {stdout}");
@@ -555,6 +578,15 @@ fn errors_are_said_in_words_and_coloured_only_when_asked() {
     assert_eq!(
         String::from_utf8_lossy(&o.stderr).trim(),
         "rmqstore: error: /nonexistent-store: no such directory"
+    );
+    let o = bin()
+        .args(["dump", "commitlog", "/nonexistent-store"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr).trim(),
+        "rmqstore: error: /nonexistent-store: no such file or directory"
     );
     let o = bin()
         .args(["tui"])

@@ -17,6 +17,7 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
+use super::names;
 use super::output::{json_line, parse_time_arg, BodyMode, MessageJson};
 use super::pull::{open_engine, EngineArgs};
 use super::query::BrokerArg;
@@ -207,6 +208,13 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             writable: false,
         },
     )?;
+    if a.topic.is_none() {
+        names::ensure_group(
+            &engine,
+            &a.group,
+            "To export as a new group, name its topic (--topic)",
+        )?;
+    }
     let plan = plan_export(
         &engine,
         &ExportOptions {

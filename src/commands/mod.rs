@@ -180,7 +180,11 @@ pub fn run(cli: Cli) -> ExitStatus {
                 output::painted("error:", output::Paint::Red, true)
             );
             for cause in e.chain().skip(1) {
-                msg.push_str(&format!("\n  caused by: {cause}"));
+                // an error that already prints its source (`path: reason`) is not repeated
+                let cause = cause.to_string();
+                if !msg.contains(&cause) {
+                    msg.push_str(&format!("\n  caused by: {cause}"));
+                }
             }
             eprintln!("{msg}");
             ExitStatus::Failure

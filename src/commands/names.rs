@@ -89,6 +89,24 @@ pub fn ensure_message_id(id: &str) -> anyhow::Result<()> {
     )
 }
 
+/// Fail unless `group` is a group `engine` knows; `hint` says how to go on as a new group.
+pub fn ensure_group(engine: &Engine, group: &str, hint: &str) -> anyhow::Result<()> {
+    let groups = engine_groups(engine);
+    if groups.contains(group) {
+        return Ok(());
+    }
+    let known: Vec<&str> = groups.iter().map(String::as_str).collect();
+    anyhow::bail!(
+        "{}. {hint}",
+        unknown_message(
+            "consumer group",
+            group,
+            &known,
+            "this store's consumer offsets, config/subscriptionGroup.json, retry or DLQ topics",
+        )
+    )
+}
+
 /// Topics an engine knows: those with consume queues (store and overlay) and `topics.json`'s.
 pub fn engine_topics(engine: &Engine) -> BTreeSet<String> {
     let mut set: BTreeSet<String> = engine.queue_keys().into_iter().map(|(t, _)| t).collect();

@@ -190,20 +190,11 @@ pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         "this store's consume queues or config/topics.json",
     )?;
     if a.offset.is_none() && a.from.is_none() {
-        let groups = names::engine_groups(&engine);
-        if !groups.contains(&a.group) {
-            let known: Vec<&str> = groups.iter().map(String::as_str).collect();
-            anyhow::bail!(
-                "{}. To pull as a new group, say where to start: --from first|last|TIME or \
-                 --offset N",
-                names::unknown_message(
-                    "consumer group",
-                    &a.group,
-                    &known,
-                    "this store's consumer offsets, config/subscriptionGroup.json, retry or DLQ topics",
-                )
-            );
-        }
+        names::ensure_group(
+            &engine,
+            &a.group,
+            "To pull as a new group, say where to start: --from first|last|TIME or --offset N",
+        )?;
     }
     let filter = filter_of(a, engine.options().version)?;
     if a.deliver_due {

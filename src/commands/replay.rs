@@ -28,6 +28,7 @@ use nix::sys::signal::{SigSet, Signal};
 use serde::Serialize;
 use serde_json::json;
 
+use super::names;
 use super::output::{parse_time_arg, BodyMode, MessageJson};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
@@ -282,6 +283,13 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let origin = a.now.unwrap_or_else(|| SystemClock.now_ms());
     let clock = Arc::new(ScaledClock::new(origin, a.time_scale));
     let engine = open(a, clock.clone())?;
+    if a.topic.is_empty() {
+        names::ensure_group(
+            &engine,
+            &a.group,
+            "To replay as a new group, name its topic (--topic)",
+        )?;
+    }
     let topics = if a.topic.is_empty() {
         group_topics(&engine, &a.group)
     } else {

@@ -171,7 +171,10 @@ pub enum StorePath {
 impl StorePath {
     /// Classify `path` by its name and the names of its parent folders.
     pub fn classify(path: &Path) -> Result<StorePath> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+        let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::layout(path, "no such file or directory"),
+            _ => Error::io(path, e),
+        })?;
         if meta.is_dir() {
             return Ok(StorePath::Root(path.to_path_buf()));
         }
