@@ -29,6 +29,7 @@ use rmqstore::engine::transaction::HalfState;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::{encode_properties, Host, Message, MessageVersion};
 use rmqstore::format::geometry::GeometryInputs;
+use rmqstore::format::timer::Slot;
 use serde_json::Value;
 
 /// A time after every fixture's records (2030).
@@ -1234,4 +1235,344 @@ fn reset_a_group_to_a_time() {
     assert!(e
         .reset_offsets_by_time("Nobody", "OrderTopic", t40, true)
         .is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5.x timer messages against RocketMQ 5.3.3's own timer store (oracle/timer-5.x)
+
+fn timer_oracle() -> Option<(PathBuf, Value, Value)> {
+    let dir = oracle("timer-5.x")?;
+    let read = |n: &str| -> Value {
+        serde_json::from_slice(&std::fs::read(dir.join(n)).unwrap()).unwrap()
+    };
+    Some((
+        dir.clone(),
+        read("timer-state.json"),
+        read("timer-messages.json"),
+    ))
+}
+
+#[test]
+fn timer_files_decode_as_the_java_classes_read_them() {
+    use rmqstore::engine::timer::TimerFiles;
+    use rmqstore::format::timer::check::{check_checkpoint, check_log, check_wheel};
+    let Some((dir, state, _)) = timer_oracle() else {
+        return;
+    };
+    let files = TimerFiles::open(&dir.join("store")).unwrap();
+    let cp = files.checkpoint().expect("timercheck");
+    let j = &state["timercheck(TimerCheckpoint)"];
+    assert_eq!(cp.last_read_time_ms, j["lastReadTimeMs"].as_i64().unwrap());
+    assert_eq!(
+        cp.last_timer_log_flush_pos,
+        j["lastTimerLogFlushPos"].as_i64().unwrap()
+    );
+    assert_eq!(
+        cp.last_timer_queue_offset,
+        j["lastTimerQueueOffset"].as_i64().unwrap()
+    );
+    assert_eq!(
+        cp.master_timer_queue_offset,
+        j["masterTimerQueueOffset"].as_i64().unwrap()
+    );
+    assert_eq!(
+        cp.data_counter,
+        j["dataVersion"]["counter"].as_i64().unwrap()
+    );
+    assert_eq!(
+        cp.state_version,
+        j["dataVersion"]["stateVersion"].as_i64().unwrap()
+    );
+    assert_eq!(
+        cp.data_timestamp,
+        j["dataVersion"]["timestamp"].as_i64().unwrap()
+    );
+    let raw = std::fs::read(dir.join("store/config/timercheck")).unwrap();
+    assert_eq!(cp.to_bytes(), raw, "timercheck written back byte for byte");
+
+    let metrics = files.metrics.as_ref().unwrap().as_ref().unwrap();
+    let jm = state["timermetrics(TimerMetrics.timingCount)"]
+        .as_object()
+        .unwrap();
+    assert_eq!(metrics.len(), jm.len());
+    for t in metrics {
+        assert_eq!(
+            t.count,
+            jm[&t.topic]["count"].as_i64().unwrap(),
+            "{}",
+            t.topic
+        );
+        assert_eq!(t.timestamp, jm[&t.topic]["timeStamp"].as_i64().unwrap());
+    }
+
+    let wheel = files.wheel().expect("timerwheel");
+    let slots: Vec<_> = wheel.non_empty().collect();
+    let js = state["timerwheelNonEmptySlots(decoded from bytes)"]
+        .as_array()
+        .unwrap();
+    assert_eq!(slots.len(), js.len());
+    for ((i, s), j) in slots.iter().zip(js) {
+        assert_eq!(*i as i64, j["slotIndex"].as_i64().unwrap());
+        assert_eq!(
+            s.time_div_precision,
+            j["timeDivPrecision"].as_i64().unwrap()
+        );
+        assert_eq!(s.first_pos, j["firstPos"].as_i64().unwrap());
+        assert_eq!(s.last_pos, j["lastPos"].as_i64().unwrap());
+        assert_eq!(s.num as i64, j["num"].as_i64().unwrap());
+        assert_eq!(s.magic as i64, j["magic"].as_i64().unwrap());
+        assert_eq!(Slot::from_bytes(&s.to_bytes()), Some(*s));
+    }
+    for j in state["timerwheelGetSlot(real TimerWheel.getSlot)"]
+        .as_array()
+        .unwrap()
+    {
+        let s = wheel.get_slot(j["timeMs"].as_i64().unwrap(), 1000);
+        assert_eq!(
+            (s.first_pos, s.last_pos, s.num as i64),
+            (
+                j["firstPos"].as_i64().unwrap(),
+                j["lastPos"].as_i64().unwrap(),
+                j["num"].as_i64().unwrap()
+            )
+        );
+    }
+    assert_eq!(wheel.get_slot(1_000_000_000_000, 1000), Slot::EMPTY);
+
+    let log = files.log.as_ref().expect("timerlog");
+    let units: Vec<_> = log.units().collect();
+    let ju = state["timerlogUnits(decoded from bytes)"]
+        .as_array()
+        .unwrap();
+    assert_eq!(units.len(), ju.len());
+    for ((pos, u), j) in units.iter().zip(ju) {
+        assert_eq!(*pos as i64, j["pos"].as_i64().unwrap());
+        assert_eq!(u.size as i64, j["size"].as_i64().unwrap());
+        assert_eq!(u.prev_pos, j["prevPos"].as_i64().unwrap());
+        assert_eq!(u.magic as i64, j["magic"].as_i64().unwrap());
+        assert_eq!(u.write_time_ms, j["currWriteTimeMs"].as_i64().unwrap());
+        assert_eq!(u.slot_time_ms(), j["delayedTimeMs"].as_i64().unwrap());
+        assert_eq!(u.commitlog_offset, j["offsetPy"].as_i64().unwrap());
+        assert_eq!(u.record_size as i64, j["sizePy"].as_i64().unwrap());
+        assert_eq!(
+            u.real_topic_hash as i64,
+            j["realTopicHashCode"].as_i64().unwrap()
+        );
+        assert_eq!(log.unit_at(*pos as i64), Some(*u));
+    }
+
+    let mut findings = Vec::new();
+    let lc = check_log(log, &mut findings);
+    assert_eq!(lc.units, 129);
+    assert_eq!(lc.data_end as i64, cp.last_timer_log_flush_pos);
+    check_wheel(wheel, log, Some(cp), 1000, &mut findings);
+    check_checkpoint(&files.checkpoint_path, cp, lc.data_end, 129, &mut findings);
+    assert!(findings.is_empty(), "{findings:#?}");
+}
+
+fn timer_engine(root: &Path, overlay: Option<&Path>, clock: &FakeClock) -> Engine {
+    let store = open_store(root);
+    let opts = EngineOptions::for_store(&store);
+    assert_eq!(opts.version, BrokerVersion::V5);
+    Engine::open(store, overlay, Arc::new(clock.clone()), opts).unwrap()
+}
+
+fn assert_same_timer_message(ours: &rmqstore::engine::timer::TimerMessage, j: &Value) {
+    let key = j["uniqKey"].as_str().unwrap();
+    assert_eq!(ours.uniq_key.as_deref(), Some(key));
+    assert_eq!(ours.real_topic.as_deref(), j["topic"].as_str(), "{key}");
+    assert_eq!(
+        ours.real_queue_id.map(i64::from),
+        j["queueId"].as_i64(),
+        "{key}"
+    );
+    assert_eq!(
+        ours.timer_out_timestamp,
+        j["timerOutMs"].as_i64().unwrap(),
+        "{key}"
+    );
+    assert_eq!(
+        ours.commitlog_offset,
+        j["timerTopicOffset"].as_i64().unwrap(),
+        "{key}"
+    );
+    assert_eq!(
+        ours.queue_offset,
+        j["timerTopicQueueOffset"].as_i64().unwrap(),
+        "{key}"
+    );
+    assert_eq!(
+        ours.store_timestamp,
+        j["storeTimestamp"].as_i64().unwrap(),
+        "{key}"
+    );
+    let requested: BTreeMap<String, String> = ours.requested.iter().cloned().collect();
+    let jr: BTreeMap<String, String> = j["requested"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    assert_eq!(requested, jr, "{key}");
+    let u = ours.unit.expect("enqueued");
+    let ju = &j["timerlog"];
+    assert_eq!(
+        u.timerlog_position as i64,
+        ju["pos"].as_i64().unwrap(),
+        "{key}"
+    );
+    assert_eq!(
+        u.slot_timestamp,
+        ju["slotTimeMs"].as_i64().unwrap(),
+        "{key}"
+    );
+    assert_eq!(u.magic as i64, ju["magic"].as_i64().unwrap(), "{key}");
+    assert_eq!(u.rolled, ju["rolled"].as_bool().unwrap(), "{key}");
+}
+
+#[test]
+fn timer_messages_pending_and_delivered_equal_the_java_answers() {
+    use rmqstore::engine::timer::TimerState;
+    let Some((dir, _, java)) = timer_oracle() else {
+        return;
+    };
+    let clock = FakeClock::new(java["shutdownStatus"]["now"].as_i64().unwrap());
+    let engine = timer_engine(&dir.join("store"), None, &clock);
+    let report = engine.timer_report(true);
+    let pending: Vec<_> = report.pending().collect();
+    let jp = java["pending"].as_array().unwrap();
+    assert_eq!(pending.len(), 64);
+    assert_eq!(pending.len(), jp.len());
+    for (ours, j) in pending.iter().zip(jp) {
+        assert_same_timer_message(ours, j);
+        assert_eq!(ours.release_timestamp, ours.timer_out_timestamp + 1000);
+        assert!(ours.delivered.is_none());
+    }
+    let mut delivered: Vec<_> = report.delivered().collect();
+    let mut jd: Vec<&Value> = java["delivered"].as_array().unwrap().iter().collect();
+    assert_eq!(delivered.len(), 65);
+    assert_eq!(delivered.len(), jd.len());
+    delivered.sort_by_key(|m| m.commitlog_offset);
+    jd.sort_by_key(|j| j["timerTopicOffset"].as_i64().unwrap());
+    for (ours, j) in delivered.iter().zip(jd) {
+        assert_same_timer_message(ours, j);
+        let c = ours.delivered.as_ref().expect("copy found");
+        let jc = &j["deliveredCopy"];
+        assert_eq!(c.commitlog_offset, jc["physicalOffset"].as_i64().unwrap());
+        assert_eq!(c.topic, jc["topic"].as_str().unwrap());
+        assert_eq!(c.queue_id as i64, jc["queueId"].as_i64().unwrap());
+        assert_eq!(c.queue_offset, jc["queueOffset"].as_i64().unwrap());
+        assert_eq!(c.store_timestamp, jc["storeTimestamp"].as_i64().unwrap());
+        let deq: i64 = jc["timerProperties"]["TIMER_DEQUEUE_MS"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(c.dequeue_timestamp, Some(deq));
+    }
+    assert!(report
+        .messages
+        .iter()
+        .all(|m| m.state != TimerState::RolledOver));
+    assert_eq!(report.unreadable, 0);
+    let by_topic = report.pending_by_topic();
+    assert_eq!(
+        by_topic,
+        vec![
+            ("TopicA".to_string(), 22),
+            ("TopicB".to_string(), 21),
+            ("TopicC".to_string(), 21)
+        ]
+    );
+}
+
+#[test]
+fn timer_messages_are_delivered_when_due_and_the_progress_persists() {
+    let Some((dir, _, java)) = timer_oracle() else {
+        return;
+    };
+    let overlay = scratch();
+    let ov = overlay.path().join("overlay");
+    let jp = java["pending"].as_array().unwrap();
+    let first_out = jp[0]["timerOutMs"].as_i64().unwrap();
+    let second_out = jp[1]["timerOutMs"].as_i64().unwrap();
+    assert!(second_out > first_out);
+    // one step before the first release: nothing moves
+    let clock = FakeClock::new(first_out + 999);
+    let mut engine = timer_engine(&dir.join("store"), Some(&ov), &clock);
+    assert_eq!(engine.next_timer_release(), Some(first_out + 1000));
+    assert!(engine.deliver_due_timers().unwrap().is_empty());
+    clock.set(first_out + 1000);
+    let done = engine.deliver_due_timers().unwrap();
+    assert_eq!(done.len(), 1);
+    let put = &done[0];
+    assert_eq!(put.topic, jp[0]["topic"].as_str().unwrap());
+    assert_eq!(put.queue_id as i64, jp[0]["queueId"].as_i64().unwrap());
+    let copy = engine.message_at(put.commitlog_offset as i64).unwrap();
+    let props = rmqstore::engine::broker::property_pairs(&copy.properties);
+    let get = |k: &str| props.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(
+        get("TIMER_DEQUEUE_MS"),
+        Some((first_out + 1000).to_string())
+    );
+    assert_eq!(get("TIMER_OUT_MS"), Some(first_out.to_string()));
+    assert_eq!(get("UNIQ_KEY").as_deref(), jp[0]["uniqKey"].as_str());
+    assert!(get("TIMER_ENQUEUE_MS").is_some());
+    let report = engine.timer_report(true);
+    assert_eq!(report.pending().count(), 63);
+    assert_eq!(report.delivered().count(), 66);
+    engine.close().unwrap();
+    // a new engine on the overlay continues from the overlay's timercheck
+    let clock = FakeClock::new(first_out + 1000);
+    let engine = timer_engine(&dir.join("store"), Some(&ov), &clock);
+    assert_eq!(engine.timer_report(false).pending().count(), 63);
+    assert_eq!(engine.next_timer_release(), Some(second_out + 1000));
+}
+
+#[test]
+fn a_5x_put_with_a_timer_property_is_parked_on_the_timer_topic() {
+    use rmqstore::format::timer::TIMER_TOPIC;
+    let Some((dir, _, _)) = timer_oracle() else {
+        return;
+    };
+    let clock = FakeClock::new(T0);
+    let mut engine = timer_engine(&dir.join("store"), None, &clock);
+    let before = engine.timer_report(false).pending().count();
+    let put = engine
+        .put_message(message("TopicA", 1, &[("TIMER_DELAY_SEC", "10")], "later"))
+        .unwrap();
+    assert_eq!((put.topic.as_str(), put.queue_id), (TIMER_TOPIC, 0));
+    let report = engine.timer_report(false);
+    assert_eq!(report.pending().count(), before + 1);
+    let m = report
+        .pending()
+        .find(|m| m.commitlog_offset == put.commitlog_offset as i64)
+        .unwrap();
+    assert_eq!(m.timer_out_timestamp, T0 + 10_000 - 1000);
+    assert_eq!(m.real_topic.as_deref(), Some("TopicA"));
+    // a time in the past is stored on its real topic; beyond three days is refused
+    let past = (T0 - 5).to_string();
+    let now = engine
+        .put_message(message("TopicA", 1, &[("TIMER_DELIVER_MS", &past)], "now"))
+        .unwrap();
+    assert_eq!(now.topic, "TopicA");
+    let far = engine.put_message(message("TopicA", 1, &[("TIMER_DELAY_SEC", "345600")], "x"));
+    assert!(far
+        .unwrap_err()
+        .to_string()
+        .contains("WHEEL_TIMER_MSG_ILLEGAL"));
+    // a delay level wins and drops the timer properties
+    let lvl = engine
+        .put_message(message(
+            "TopicA",
+            1,
+            &[("DELAY", "2"), ("TIMER_DELAY_SEC", "10")],
+            "d",
+        ))
+        .unwrap();
+    assert_eq!(lvl.topic, SCHEDULE_TOPIC);
+    let m = engine.message_at(lvl.commitlog_offset as i64).unwrap();
+    assert!(!rmqstore::engine::broker::property_pairs(&m.properties)
+        .iter()
+        .any(|(k, _)| k == "TIMER_DELAY_SEC"));
 }

@@ -851,3 +851,98 @@ fn regression_13_summary_and_recovery_explanation_agree() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5.x timer files (oracle/timer-5.x, written by RocketMQ 5.3.3's TimerMessageStore)
+
+/// Write `bytes` at `at` in place (the timer wheel is sparse: it is not read whole).
+fn write_at(path: &Path, at: u64, bytes: &[u8]) {
+    use std::io::{Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.seek(SeekFrom::Start(at)).unwrap();
+    f.write_all(bytes).unwrap();
+}
+
+#[test]
+fn timer_files_of_the_java_store_verify_clean_and_each_damage_is_named() {
+    use rmqstore::format::timer::wheel::{slot_index, SLOT_SIZE};
+    let Some(dir) = common::oracle("timer-5.x") else {
+        return;
+    };
+    let clean = verify_json(&dir.join("store"), &["--only", "timer"]);
+    assert_eq!(clean.code, 0, "{:?}", clean.findings);
+    assert!(clean.findings.is_empty());
+    assert_eq!(clean.summary["parts"], serde_json::json!(["timer"]));
+
+    // slot 1796074385 (4 units, lastPos 936): its last position moved into the middle of a unit
+    let (_t, root) = copy_store(&dir.join("store"));
+    let slot_at = slot_index(1_796_074_385_000, 1000) * SLOT_SIZE as u64;
+    write_at(
+        &root.join("timerwheel"),
+        slot_at + 16,
+        &937i64.to_be_bytes(),
+    );
+    let r = verify_json(&root, &["--only", "timer"]);
+    assert_eq!(r.code, 1);
+    let f = r.with_code("timer.slot_chain");
+    assert_eq!(f.len(), 1, "{:?}", r.findings);
+    assert_eq!(f[0]["file_offset"].as_u64(), Some(slot_at));
+    assert!(f[0]["file"].as_str().unwrap().ends_with("timerwheel"));
+
+    // the unit at 156 (a pending message) points at a wrong commitlog offset; the checkpoint
+    // claims more of the timer log and the timer queue than there is
+    let (_t, root) = copy_store(&dir.join("store"));
+    write_at(
+        &root.join("timerlog/00000000000000000000"),
+        156 + 28,
+        &17_583i64.to_be_bytes(),
+    );
+    write_at(&root.join("config/timercheck"), 8, &9_999i64.to_be_bytes());
+    write_at(&root.join("config/timercheck"), 16, &130i64.to_be_bytes());
+    let r = verify_json(&root, &["--only", "timer"]);
+    assert_eq!(r.code, 1);
+    let u = r.with_code("timer.unit_record");
+    assert_eq!(u.len(), 1, "{:?}", r.findings);
+    assert_eq!(u[0]["file_offset"].as_u64(), Some(156));
+    assert!(
+        u[0]["message"].as_str().unwrap().contains("17583"),
+        "{}",
+        u[0]
+    );
+    assert_eq!(
+        r.with_code("timer.checkpoint_ahead").len(),
+        2,
+        "{:?}",
+        r.codes()
+    );
+
+    // garbage after the last unit; a short wheel; a short checkpoint
+    let (_t, root) = copy_store(&dir.join("store"));
+    write_at(
+        &root.join("timerlog/00000000000000000000"),
+        6708,
+        &[0, 0, 0, 7],
+    );
+    let r = verify_json(&root, &["--only", "timer"]);
+    let b = r.with_code("timer.log_bad_entry");
+    assert_eq!(b.len(), 1, "{:?}", r.codes());
+    assert_eq!(b[0]["file_offset"].as_u64(), Some(6708));
+    let wheel = std::fs::OpenOptions::new()
+        .write(true)
+        .open(root.join("timerwheel"))
+        .unwrap();
+    wheel.set_len(1024).unwrap();
+    std::fs::write(root.join("config/timercheck"), [0u8; 20]).unwrap();
+    let r = verify_json(&root, &["--only", "timer"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.with_code("timer.wheel_size").len(), 1, "{:?}", r.codes());
+    assert_eq!(
+        r.with_code("timer.checkpoint_bad").len(),
+        1,
+        "{:?}",
+        r.codes()
+    );
+    // the 4.9 fixture has no timer files: nothing to say
+    let r = verify_json(&fixture("store-4.9"), &["--only", "timer"]);
+    assert_eq!((r.code, r.findings.len()), (0, 0));
+}

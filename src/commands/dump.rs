@@ -65,6 +65,15 @@ pub enum DumpWhat {
     /// The config JSON files (consumer offsets, delay offsets, topics, subscription groups).
     #[command(after_help = super::help::DUMP_CONFIG)]
     Config(ConfigArgs),
+    /// The 5.x timer log: one line per unit (enqueued timer message or delete marker).
+    #[command(after_help = super::help::DUMP_TIMERLOG)]
+    Timerlog(super::dump_timer::TimerFileArgs),
+    /// The 5.x timer wheel: its non-empty slots.
+    #[command(after_help = super::help::DUMP_TIMERWHEEL)]
+    Timerwheel(super::dump_timer::TimerFileArgs),
+    /// The 5.x timer checkpoint (config/timercheck) and timer metrics.
+    #[command(after_help = super::help::DUMP_TIMERCHECK)]
+    Timercheck(super::dump_timer::TimerFileArgs),
 }
 
 #[derive(Debug, Args)]
@@ -156,6 +165,9 @@ pub fn run(a: &DumpArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         DumpWhat::Index(c) => index(c, &mut out)?,
         DumpWhat::Checkpoint(c) => checkpoint(c, &mut out)?,
         DumpWhat::Config(c) => config(c, &mut out)?,
+        DumpWhat::Timerlog(c) => super::dump_timer::timerlog(c, &mut out)?,
+        DumpWhat::Timerwheel(c) => super::dump_timer::timerwheel(c, &mut out)?,
+        DumpWhat::Timercheck(c) => super::dump_timer::timercheck(c, &mut out)?,
     };
     out.flush()?;
     Ok(status)

@@ -46,6 +46,28 @@ Examples:
   rmqstore dump checkpoint ~/store
   rmqstore dump checkpoint ~/store --json";
 
+pub const DUMP_TIMERLOG: &str = "\
+Exit status: 0 printed; 1 the log holds bytes that are not a unit (said on stderr); 2 could not
+run (no timerlog/).
+
+Examples:
+  rmqstore dump timerlog ~/store
+  rmqstore dump timerlog ~/store --json | jq 'select(.roll)'";
+
+pub const DUMP_TIMERWHEEL: &str = "\
+Exit status: 0 printed; 2 could not run (no timerwheel, or not 38707200 bytes).
+
+Examples:
+  rmqstore dump timerwheel ~/store
+  rmqstore dump timerwheel ~/store/timerwheel --json";
+
+pub const DUMP_TIMERCHECK: &str = "\
+Exit status: 0 printed; 2 could not run (no config/timercheck, or it is short).
+
+Examples:
+  rmqstore dump timercheck ~/store
+  rmqstore dump timercheck ~/store/config/timercheck --json";
+
 pub const DUMP_CONFIG: &str = "\
 Exit status: 0 printed; 1 a config file did not parse (said on stderr); 2 could not run.
 
@@ -175,6 +197,9 @@ pub const ALL: &[&str] = &[
     DUMP_INDEX,
     DUMP_CHECKPOINT,
     DUMP_CONFIG,
+    DUMP_TIMERLOG,
+    DUMP_TIMERWHEEL,
+    DUMP_TIMERCHECK,
     QUERY,
     INFO,
     PULL,

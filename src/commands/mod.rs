@@ -4,6 +4,7 @@
 pub mod completions;
 pub mod config;
 pub mod dump;
+pub mod dump_timer;
 pub mod exit;
 pub mod export;
 pub mod gen;

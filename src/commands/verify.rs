@@ -32,6 +32,8 @@ pub enum OnlyPart {
     Index,
     /// Config JSON files and the offsets in them.
     Config,
+    /// 5.x timer files: timerlog/, timerwheel, config/timercheck, config/timermetrics.
+    Timer,
 }
 
 impl From<OnlyPart> for Part {
@@ -41,6 +43,7 @@ impl From<OnlyPart> for Part {
             OnlyPart::Consumequeue => Part::ConsumeQueue,
             OnlyPart::Index => Part::Index,
             OnlyPart::Config => Part::Config,
+            OnlyPart::Timer => Part::Timer,
         }
     }
 }

@@ -52,6 +52,8 @@ use crate::format::mapped::Mapped;
 pub enum EngineError {
     #[error(transparent)]
     Store(#[from] Error),
+    #[error(transparent)]
+    TimerRefused(super::timer::TimerRefused),
     #[error("no message record at commitlog offset {0}")]
     NoMessage(i64),
     #[error(
@@ -396,6 +398,8 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     pub(crate) options: EngineOptions,
     replay: ReplaySummary,
+    /// 5.x timer progress (defaults for a store without timer files).
+    pub(crate) timer: super::timer::TimerProgress,
 }
 
 /// `value` rounded up to a multiple of `size`.
@@ -479,6 +483,7 @@ impl Engine {
             clock,
             options,
             replay: ReplaySummary::default(),
+            timer: super::timer::TimerProgress::load(&source.root, overlay)?,
             source,
         };
         engine.load_source_queues()?;
@@ -738,6 +743,12 @@ impl Engine {
         }
         if self.dirty.groups || missing(SubscriptionGroups::FILE_NAME) {
             w.write_config(&self.groups)?;
+        }
+        if self.timer.dirty {
+            let cp = self.timer.to_checkpoint();
+            super::timer::write_checkpoint(&super::timer::overlay_checkpoint_path(w.root()), &cp)?;
+            self.timer.checkpoint = cp;
+            self.timer.dirty = false;
         }
         self.dirty = Dirty::default();
         Ok(())
@@ -1192,6 +1203,11 @@ impl Engine {
         delay_level: i32,
     ) -> EngineResult<PutResult> {
         msg.store_timestamp = self.now();
+        if self.options.version == BrokerVersion::V5 && msg.transaction_type().is_queued() {
+            let (trailing, now) = (self.options.trailing_separator(), msg.store_timestamp);
+            super::timer::park_if_timer(&mut msg, delay_level, now, trailing)
+                .map_err(EngineError::TimerRefused)?;
+        }
         if delay_level > 0 && msg.transaction_type().is_queued() {
             let level = delay_level.min(self.source.geometry.max_delay_level());
             super::schedule::park(&mut msg, level, self.options.trailing_separator());

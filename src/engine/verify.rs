@@ -67,6 +67,7 @@ use crate::format::mapped::Mapped;
 
 mod dups;
 mod names;
+mod timer;
 use dups::DupWindow;
 pub use dups::DUP_WINDOW;
 use names::NameTable;
@@ -82,14 +83,17 @@ pub enum Part {
     ConsumeQueue,
     Index,
     Config,
+    /// 5.x timer files: timerlog/, timerwheel, config/timercheck and timermetrics.
+    Timer,
 }
 
 impl Part {
-    pub const ALL: [Part; 4] = [
+    pub const ALL: [Part; 5] = [
         Part::Commitlog,
         Part::ConsumeQueue,
         Part::Index,
         Part::Config,
+        Part::Timer,
     ];
 
     pub fn name(self) -> &'static str {
@@ -98,6 +102,7 @@ impl Part {
             Part::ConsumeQueue => "consumequeue",
             Part::Index => "index",
             Part::Config => "config",
+            Part::Timer => "timer",
         }
     }
 }
@@ -2380,6 +2385,11 @@ pub fn verify(
         let mut config = Sink::new(opts.max_per_code.max(1));
         if want_conf {
             config_findings(store, opts, &mut config);
+        }
+        if opts.wants(Part::Timer) && opts.topic.is_none() {
+            for f in timer::timer_findings(store) {
+                config.push(f);
+            }
         }
         (structure, config)
     };

@@ -124,6 +124,14 @@ impl Error {
             | Error::TooLarge { path, .. } => path,
         }
     }
+
+    /// The byte offset in [`Error::path`] the error is about, when it is about bytes.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Data { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -390,6 +390,71 @@ pub const CODES: &[(&str, Severity, &str)] = &[
         Severity::Warning,
         "a config .bak file that does not parse while the main file does",
     ),
+    (
+        "timer.not_a_file",
+        Severity::Error,
+        "a timer file or an entry of timerlog/ that is not a regular file",
+    ),
+    (
+        "timer.foreign_file",
+        Severity::Error,
+        "a file in timerlog/ whose name is not a 20-digit offset",
+    ),
+    (
+        "timer.log_file_size",
+        Severity::Error,
+        "timer log files of different sizes, or a name that is not a multiple of the size",
+    ),
+    (
+        "timer.log_bad_entry",
+        Severity::Error,
+        "bytes in the timer log that are not a 52-byte unit, a blank or the zero end",
+    ),
+    (
+        "timer.log_end_early",
+        Severity::Error,
+        "the timer log's data ends before its last file",
+    ),
+    (
+        "timer.bad_unit",
+        Severity::Error,
+        "a timer log unit with unknown magic bits, a negative offset or a bad record size",
+    ),
+    (
+        "timer.wheel_size",
+        Severity::Error,
+        "a timerwheel whose size is not 38707200 bytes (the broker refuses to start)",
+    ),
+    (
+        "timer.slot_chain",
+        Severity::Error,
+        "a wheel slot whose chain does not lead through timer log units of its second",
+    ),
+    (
+        "timer.unit_unlinked",
+        Severity::Error,
+        "a pending timer log unit that no wheel slot links: the broker never delivers it",
+    ),
+    (
+        "timer.unit_record",
+        Severity::Error,
+        "a timer log unit that does not point at a rmq_sys_wheel_timer record of its size",
+    ),
+    (
+        "timer.checkpoint_bad",
+        Severity::Error,
+        "config/timercheck is missing, short or unreadable while the timer log exists",
+    ),
+    (
+        "timer.checkpoint_ahead",
+        Severity::Error,
+        "config/timercheck is ahead of the timer log's data or of the timer topic's queue",
+    ),
+    (
+        "timer.metrics_mismatch",
+        Severity::Info,
+        "config/timermetrics counts differ from the pending timer messages found",
+    ),
 ];
 
 /// The default severity of a code (Error for an unknown code, so a typo is loud).

@@ -20,6 +20,7 @@ pub mod java;
 pub mod layout;
 pub mod mapped;
 pub mod msgid;
+pub mod timer;
 
 pub use error::{Error, ErrorKind, ParseError, Result};
 pub use mapped::Mapped;

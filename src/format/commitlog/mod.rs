@@ -79,6 +79,18 @@ pub mod prop {
     pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
     pub const TRAN_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
     pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+    /// 5.x timer: absolute delivery time (ms), set by the producer.
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    /// 5.x timer: delay in seconds, set by the producer.
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    /// 5.x timer: delay in ms, set by the producer.
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    /// 5.x timer: the normalized delivery time the broker parked the message for.
+    pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+    pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+    pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+    pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+    pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
 }
 
 /// `NAME_VALUE_SEPARATOR` (char 1) between a property name and its value.

@@ -170,9 +170,14 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// fsync it; copy the current `<file>` (if any) to `<file>.bak` and fsync that; rename `.tmp` over
 /// `<file>`; fsync the directory.
 pub fn persist(path: &Path, text: &str) -> Result<(), Error> {
+    persist_bytes(path, text.as_bytes())
+}
+
+/// [`persist`] for any bytes (the timer checkpoint is binary).
+pub fn persist_bytes(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let tmp = with_suffix(path, ".tmp");
     let bak = with_suffix(path, ".bak");
-    write_synced(&tmp, text.as_bytes())?;
+    write_synced(&tmp, bytes)?;
     if let Some(old) = read_config_bytes(path)? {
         write_synced(&bak, &old)?;
     }
