@@ -1406,7 +1406,7 @@ fn assert_same_timer_message(ours: &rmqstore::engine::timer::TimerMessage, j: &V
         j["storeTimestamp"].as_i64().unwrap(),
         "{key}"
     );
-    let requested: BTreeMap<String, String> = ours.requested.iter().cloned().collect();
+    let requested = ours.requested.clone();
     let jr: BTreeMap<String, String> = j["requested"]
         .as_object()
         .unwrap()

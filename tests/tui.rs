@@ -1141,3 +1141,29 @@ fn tmux_pager_and_clipboard_leave_and_restore_the_screen() {
     t.keys(&["q"]);
     t.wait_for("EXITED-0");
 }
+
+#[test]
+fn a_5x_timer_message_says_where_it_is_bound_and_when_it_is_released() {
+    let Some(dir) = oracle("timer-5.x") else {
+        return;
+    };
+    let mut a = app(&dir.join("store"));
+    let s = screen(&mut a, 120, 40);
+    assert!(has(&s, "[system] rmq_sys_wheel_timer"), "{s:#?}");
+    select_topic(&mut a, "rmq_sys_wheel_timer");
+    key(&mut a, KeyCode::Enter);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Messages);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Detail);
+    let s = screen(&mut a, 160, 50);
+    // queue offset 0 of the timer topic: TIMER_DELAY_SEC 3 for TopicA queue 1, TIMER_OUT_MS
+    // 1796074385000 (2026-11-30 21:33:05 UTC), released a second later
+    assert!(
+        has(
+            &s,
+            "Timer message (5.x) parked for TopicA queue 1; released at 2026-11-30 21:33:06"
+        ),
+        "{s:#?}"
+    );
+}

@@ -43,7 +43,9 @@ pub struct ExportArgs {
     pub topic: Option<String>,
     /// Also export: retry (the group's %RETRY% queue past its offset), delayed (parked in
     /// SCHEDULE_TOPIC_XXXX for the group's topics), dlq (the whole %DLQ% topic), transactions
-    /// (undecided half messages for the group's topics); comma-separated, or `all`.
+    /// (undecided half messages for the group's topics), timers (5.x timer messages not yet
+    /// released, handed on with TIMER_DELIVER_MS = their release time); comma-separated, or
+    /// `all`.
     #[arg(long, value_name = "LIST", default_value = "")]
     pub include: Include,
     /// Keep one copy per UNIQ_KEY (the first of: topic, retry, delayed, dlq, transaction).

@@ -24,8 +24,10 @@ use crate::engine::dispatch::RETRY_PREFIX;
 use crate::engine::pull::BrokerRole;
 use crate::engine::retry::{dlq_topic, retry_topic};
 use crate::engine::schedule::DelayedMessage;
+use crate::engine::timer::{TimerCounts, TimerMessage};
 use crate::engine::transaction::{PendingTransaction, TRANS_CHECK_GROUP};
 use crate::engine::Store;
+use crate::format::timer::TIMER_TOPIC;
 
 #[derive(Debug, Args)]
 pub struct PendingArgs {
@@ -61,8 +63,20 @@ pub struct Pending {
     pub groups: Vec<GroupPending>,
     pub delayed: Vec<LevelPending>,
     pub transactions: Vec<PendingTransaction>,
+    /// 5.x timer messages (`None` when the store has no timer topic).
+    pub timers: Option<TimersPending>,
 }
 
+/// 5.x timer messages waiting on `rmq_sys_wheel_timer` (ENGINE.md 7.2).
+#[derive(Debug, Serialize)]
+pub struct TimersPending {
+    #[serde(flatten)]
+    pub counts: TimerCounts,
+    /// Pending messages by release time.
+    pub messages: Vec<TimerMessage>,
+    /// Messages not listed (without --all).
+    pub not_listed: usize,
+}
 /// The summary line of `pending --json`.
 #[derive(Debug, Serialize)]
 struct PendingSummary {
@@ -72,6 +86,7 @@ struct PendingSummary {
     delay_levels: usize,
     delayed_pending: usize,
     transactions: usize,
+    timers_pending: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -248,11 +263,39 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> anyhow::Result
         .into_iter()
         .filter(|t| bound_for_shown(t.live.real_topic.as_deref()))
         .collect();
+    let timers = timers_pending(engine, all, &bound_for_shown);
     Ok(Pending {
         now,
         groups,
         delayed,
         transactions,
+        timers,
+    })
+}
+
+fn timers_pending(
+    engine: &Engine,
+    all: bool,
+    bound_for_shown: &dyn Fn(Option<&str>) -> bool,
+) -> Option<TimersPending> {
+    if engine.queue_bounds(TIMER_TOPIC, 0).1 == 0 {
+        return None;
+    }
+    let now = engine.now();
+    let report = engine.timer_report(false);
+    let mine: Vec<&TimerMessage> = report
+        .pending()
+        .filter(|m| bound_for_shown(m.real_topic.as_deref()))
+        .collect();
+    let delivered = report
+        .delivered()
+        .filter(|m| bound_for_shown(m.real_topic.as_deref()))
+        .count();
+    let limit = if all { usize::MAX } else { LIST_PER_LEVEL };
+    Some(TimersPending {
+        counts: TimerCounts::of(report.read_timestamp, &mine, delivered, now),
+        not_listed: mine.len().saturating_sub(limit),
+        messages: mine.into_iter().take(limit).cloned().collect(),
     })
 }
 
@@ -280,6 +323,9 @@ pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         for t in &p.transactions {
             typed_line(out, "transaction", t)?;
         }
+        if let Some(t) = &p.timers {
+            typed_line(out, "timers", t)?;
+        }
         summary_line(
             out,
             "pending",
@@ -290,6 +336,7 @@ pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 delay_levels: p.delayed.len(),
                 delayed_pending: p.delayed.iter().map(|l| l.pending).sum(),
                 transactions: p.transactions.len(),
+                timers_pending: p.timers.as_ref().map(|t| t.counts.pending).unwrap_or(0),
             },
         )?;
         return Ok(ExitStatus::Success);
@@ -381,6 +428,9 @@ fn print_human(p: &Pending, out: &mut dyn Write) -> anyhow::Result<()> {
             writeln!(out, "    ... {} more (--all)", l.not_listed)?;
         }
     }
+    if let Some(t) = &p.timers {
+        print_timers(t, p.now, out)?;
+    }
     writeln!(out, "\nundecided transactions: {}", p.transactions.len())?;
     for t in &p.transactions {
         writeln!(
@@ -395,6 +445,45 @@ fn print_human(p: &Pending, out: &mut dyn Write) -> anyhow::Result<()> {
             t.copies,
             t.uniq_key.as_deref().unwrap_or("-")
         )?;
+    }
+    Ok(())
+}
+
+fn print_timers(p: &TimersPending, now: i64, out: &mut dyn Write) -> anyhow::Result<()> {
+    let t = &p.counts;
+    writeln!(
+        out,
+        "\ntimer messages (rmq_sys_wheel_timer): {} pending ({} rolled), {} due now, {} \
+         delivered; read cursor {}",
+        t.pending,
+        t.rolled,
+        t.due_now,
+        t.delivered,
+        format_time(t.read_timestamp)
+    )?;
+    for c in &t.topics {
+        writeln!(out, "  {:<32} {:>6} pending", c.topic, c.pending)?;
+    }
+    for m in &p.messages {
+        writeln!(
+            out,
+            "    {:>8}  {}  -> {}:{}{}  uniq_key {}",
+            m.queue_offset,
+            due_text(m.release_timestamp, now),
+            m.real_topic.as_deref().unwrap_or("?"),
+            m.real_queue_id
+                .map(|q| q.to_string())
+                .unwrap_or_else(|| "?".into()),
+            if m.unit.is_some_and(|u| u.rolled) {
+                " (rolled)"
+            } else {
+                ""
+            },
+            m.uniq_key.as_deref().unwrap_or("-")
+        )?;
+    }
+    if p.not_listed > 0 {
+        writeln!(out, "    ... {} more (--all)", p.not_listed)?;
     }
     Ok(())
 }

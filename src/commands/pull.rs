@@ -199,7 +199,8 @@ pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let filter = filter_of(a, engine.options().version)?;
     if a.deliver_due {
         let n = engine.deliver_due()?.len();
-        eprintln!("rmqstore: note: {n} delayed message(s) were due and delivered");
+        let t = engine.deliver_due_timers()?.len();
+        eprintln!("rmqstore: note: {n} delayed and {t} timer message(s) were due and delivered");
     }
     let queues = match a.queue {
         Some(q) => vec![q],

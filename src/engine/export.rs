@@ -12,7 +12,11 @@
 //!   send-back parks DLQ-bound copies);
 //! - `dlq`: the whole `%DLQ%` topic of the group;
 //! - `transactions`: undecided half messages (one live copy per transaction, ENGINE.md 8) whose
-//!   `REAL_TOPIC` is one of the group's topics.
+//!   `REAL_TOPIC` is one of the group's topics;
+//! - `timers`: 5.x timer messages still pending on `rmq_sys_wheel_timer` whose `REAL_TOPIC` is
+//!   one of the group's topics. They are written for their real topic with `TIMER_DELIVER_MS`
+//!   set to their release time (and the broker's `TIMER_OUT_MS`, `REAL_*` and relative
+//!   `TIMER_DELAY_*` removed), so a 5.x broker they are sent to parks them until that time.
 //!
 //! Each [`ExportItem`] says where the record was found and where it should be sent again: a
 //! retry, DLQ or delayed retry copy goes back to its `RETRY_TOPIC` (the original topic) and
@@ -57,6 +61,7 @@ pub struct Include {
     pub delayed: bool,
     pub dlq: bool,
     pub transactions: bool,
+    pub timers: bool,
 }
 
 impl Include {
@@ -65,9 +70,11 @@ impl Include {
         delayed: true,
         dlq: true,
         transactions: true,
+        timers: true,
     };
 
-    /// A comma-separated list of `retry`, `delayed`, `dlq`, `transactions` (or `all`, `none`).
+    /// A comma-separated list of `retry`, `delayed`, `dlq`, `transactions`, `timers` (or `all`,
+    /// `none`).
     pub fn parse(list: &str) -> Result<Include, String> {
         let mut inc = Include::default();
         for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -76,12 +83,13 @@ impl Include {
                 "delayed" | "delay" => inc.delayed = true,
                 "dlq" => inc.dlq = true,
                 "transactions" | "transaction" | "tx" => inc.transactions = true,
+                "timers" | "timer" => inc.timers = true,
                 "all" => inc = Include::ALL,
                 "none" => inc = Include::default(),
                 other => {
                     return Err(format!(
-                        "unknown kind {other:?}: expected retry, delayed, dlq, transactions, all \
-                         or none"
+                        "unknown kind {other:?}: expected retry, delayed, dlq, transactions, \
+                         timers, all or none"
                     ))
                 }
             }
@@ -122,6 +130,8 @@ pub enum ExportSource {
     Dlq,
     /// An undecided transaction half message.
     Transaction,
+    /// A 5.x timer message not yet released.
+    Timer,
 }
 
 impl ExportSource {
@@ -132,6 +142,7 @@ impl ExportSource {
             ExportSource::Delayed => "delayed",
             ExportSource::Dlq => "dlq",
             ExportSource::Transaction => "transaction",
+            ExportSource::Timer => "timer",
         }
     }
 }
@@ -154,7 +165,7 @@ pub struct ExportItem {
     /// `ORIGIN_MESSAGE_ID` of a retry or DLQ copy.
     pub origin_message_id: Option<String>,
     pub uniq_key: Option<String>,
-    /// When a delayed message is due.
+    /// When a delayed message is due (a timer message: when it is released).
     pub due: Option<i64>,
     /// The state of a half message.
     pub transaction_state: Option<HalfState>,
@@ -270,13 +281,15 @@ fn resend_target(source: ExportSource, f: &Facts) -> (String, i32) {
         ExportSource::Retry | ExportSource::Dlq => {
             (f.retry_topic.clone().unwrap_or_else(|| f.topic.clone()), 0)
         }
-        ExportSource::Delayed | ExportSource::Transaction => match &f.real_topic {
-            Some(rt) if is_consumer_copy_topic(rt) => {
-                (f.retry_topic.clone().unwrap_or_else(|| rt.clone()), 0)
+        ExportSource::Delayed | ExportSource::Transaction | ExportSource::Timer => {
+            match &f.real_topic {
+                Some(rt) if is_consumer_copy_topic(rt) => {
+                    (f.retry_topic.clone().unwrap_or_else(|| rt.clone()), 0)
+                }
+                Some(rt) => (rt.clone(), f.real_qid.unwrap_or(0)),
+                None => (f.topic.clone(), f.queue_id),
             }
-            Some(rt) => (rt.clone(), f.real_qid.unwrap_or(0)),
-            None => (f.topic.clone(), f.queue_id),
-        },
+        }
     }
 }
 
@@ -432,6 +445,21 @@ pub fn plan_export(engine: &Engine, opts: &ExportOptions) -> Result<ExportPlan, 
             }
         }
     }
+    if inc.timers {
+        for m in engine.timer_report(false).pending() {
+            if m.real_topic.as_ref().is_some_and(|rt| topics.contains(rt)) {
+                p.push(
+                    ExportSource::Timer,
+                    crate::format::timer::TIMER_TOPIC,
+                    0,
+                    m.queue_offset,
+                    m.commitlog_offset,
+                    Some(m.release_timestamp),
+                    None,
+                );
+            }
+        }
+    }
     Ok(p.plan)
 }
 
@@ -441,6 +469,24 @@ pub fn plan_export(engine: &Engine, opts: &ExportOptions) -> Result<ExportPlan, 
 /// [`EXPORT_STORED_TOPIC_PROPERTY`] are added. `None` when the record cannot be read.
 pub fn resend_message(engine: &Engine, item: &ExportItem) -> Option<Message> {
     let mut msg = engine.message_at(item.commitlog_offset)?;
+    if item.source == ExportSource::Timer {
+        let trailing = Properties(&msg.properties).has_trailing_separator();
+        let mut pairs = property_pairs(&msg.properties);
+        pairs.retain(|(k, _)| {
+            ![
+                prop::TIMER_OUT_MS,
+                prop::REAL_TOPIC,
+                prop::REAL_QID,
+                prop::TIMER_DELAY_SEC,
+                prop::TIMER_DELAY_MS,
+            ]
+            .contains(&k.as_str())
+        });
+        if let Some(due) = item.due {
+            set_property(&mut pairs, prop::TIMER_DELIVER_MS, due.to_string());
+        }
+        msg.properties = encode_properties(&pairs, trailing);
+    }
     if msg.topic != item.resend_topic {
         let trailing = Properties(&msg.properties).has_trailing_separator();
         let mut pairs = property_pairs(&msg.properties);
@@ -581,7 +627,7 @@ mod tests {
         assert!(i.retry && i.dlq && !i.delayed && !i.transactions);
         assert_eq!(Include::parse("all").unwrap(), Include::ALL);
         assert_eq!(
-            Include::parse("retry,delayed,dlq,transactions").unwrap(),
+            Include::parse("retry,delayed,dlq,transactions,timers").unwrap(),
             Include::ALL
         );
         assert!(Include::parse("retry,bogus").is_err());

@@ -168,6 +168,8 @@ pub struct ReplayStats {
     pub unreadable: u64,
     /// Delayed messages the schedule service delivered (any topic).
     pub delayed_delivered: u64,
+    /// 5.x timer messages the timer wheel released (any topic).
+    pub timers_delivered: u64,
 }
 
 /// One queue's progress.
@@ -398,6 +400,7 @@ impl Replayer {
             .iter()
             .filter(|d| matches!(d.outcome, DeliveryOutcome::Delivered(_)))
             .count() as u64;
+        self.stats.timers_delivered += self.engine.deliver_due_timers()?.len() as u64;
         self.refresh_queues();
         if max == 0 {
             return Ok(out);
@@ -651,14 +654,24 @@ impl Replayer {
     }
 
     /// Due times of parked messages bound for the group's topics.
+    /// Due times of delayed and timer messages bound for the queues consumed.
     fn relevant_delayed(&self) -> Vec<i64> {
         let set = self.waits_for();
-        self.engine
+        let mut due: Vec<i64> = self
+            .engine
             .pending_delayed()
             .into_iter()
             .filter(|d| d.real_topic.as_ref().is_some_and(|t| set.contains(t)))
             .map(|d| d.due)
-            .collect()
+            .collect();
+        due.extend(
+            self.engine
+                .timer_report(false)
+                .pending()
+                .filter(|m| m.real_topic.as_ref().is_some_and(|t| set.contains(t)))
+                .map(|m| m.release_timestamp),
+        );
+        due
     }
 
     fn drained(&self, key: &Key, st: &QueueState) -> bool {
@@ -699,6 +712,9 @@ impl Replayer {
             cand(*d);
             if let Some(t) = self.engine.next_delivery_time() {
                 cand(t.max(now.saturating_add(100)));
+            }
+            if let Some(t) = self.engine.next_timer_release() {
+                cand(t);
             }
         }
         if best.is_none() && !self.is_idle() {

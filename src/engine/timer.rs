@@ -151,7 +151,7 @@ pub struct TimerMessage {
     /// When the wheel releases it (`TIMER_OUT_MS` + precision).
     pub release_timestamp: i64,
     /// The `TIMER_DELIVER_MS` / `TIMER_DELAY_SEC` / `TIMER_DELAY_MS` the producer set.
-    pub requested: Vec<(String, String)>,
+    pub requested: std::collections::BTreeMap<String, String>,
     /// `TIMER_ROLL_TIMES` (0 when never rolled).
     pub roll_times: i32,
     /// Where the parked record is.
@@ -190,14 +190,66 @@ impl TimerReport {
             .filter(|m| m.state == TimerState::Delivered)
     }
 
-    /// Pending messages per real topic, sorted by topic.
-    pub fn pending_by_topic(&self) -> Vec<(String, usize)> {
-        let mut m = std::collections::BTreeMap::<String, usize>::new();
-        for t in self.pending() {
-            *m.entry(t.real_topic.clone().unwrap_or_default())
+    /// Counts over every pending message at `now`.
+    pub fn counts(&self, now: i64) -> TimerCounts {
+        let pending: Vec<&TimerMessage> = self.pending().collect();
+        TimerCounts::of(self.read_timestamp, &pending, self.delivered().count(), now)
+    }
+}
+
+/// Counts over a set of pending timer messages (`pending`, `info`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TimerCounts {
+    /// The timer's read cursor (`lastReadTimeMs`): slots before it were delivered.
+    pub read_timestamp: i64,
+    pub pending: usize,
+    /// Pending in a roll slot (due beyond the 2-day roll window when enqueued).
+    pub rolled: usize,
+    /// Released to their real topic already (in the store, or by an earlier engine run).
+    pub delivered: usize,
+    /// Released at or before now.
+    pub due_now: usize,
+    pub next_release_timestamp: Option<i64>,
+    pub last_release_timestamp: Option<i64>,
+    /// Pending per real topic, by topic.
+    pub topics: Vec<TopicTimers>,
+}
+
+/// Pending timer messages of one real topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicTimers {
+    pub topic: String,
+    pub pending: usize,
+}
+
+impl TimerCounts {
+    /// Count `pending` (and `delivered` others) at `now`.
+    pub fn of(read_timestamp: i64, pending: &[&TimerMessage], delivered: usize, now: i64) -> Self {
+        let mut topics = std::collections::BTreeMap::<String, usize>::new();
+        for m in pending {
+            *topics
+                .entry(m.real_topic.clone().unwrap_or_default())
                 .or_default() += 1;
         }
-        m.into_iter().collect()
+        TimerCounts {
+            read_timestamp,
+            pending: pending.len(),
+            rolled: pending
+                .iter()
+                .filter(|m| m.unit.is_some_and(|u| u.rolled))
+                .count(),
+            delivered,
+            due_now: pending
+                .iter()
+                .filter(|m| m.release_timestamp <= now)
+                .count(),
+            next_release_timestamp: pending.iter().map(|m| m.release_timestamp).min(),
+            last_release_timestamp: pending.iter().map(|m| m.release_timestamp).max(),
+            topics: topics
+                .into_iter()
+                .map(|(topic, pending)| TopicTimers { topic, pending })
+                .collect(),
+        }
     }
 }
 

@@ -130,6 +130,32 @@ pub fn explain(m: &MessageRef<'_>, g: &crate::format::geometry::Geometry) -> Vec
             time(due)
         ));
     }
+    let timer_out = p(prop::TIMER_OUT_MS).and_then(|v| v.parse::<i64>().ok());
+    if m.topic == crate::format::timer::TIMER_TOPIC {
+        let out_ms = timer_out.unwrap_or(0);
+        out.push(format!(
+            "Timer message (5.x) parked for {} queue {}; released at {} UTC (TIMER_OUT_MS + 1 s){}.",
+            p(prop::REAL_TOPIC).unwrap_or_default(),
+            p(prop::REAL_QID).unwrap_or_default(),
+            time(crate::format::timer::release_time(
+                out_ms,
+                crate::format::timer::DEFAULT_PRECISION_MS
+            )),
+            p(prop::TIMER_ROLL_TIMES)
+                .map(|n| format!(", rolled {n} time(s)"))
+                .unwrap_or_default()
+        ));
+    } else if let (Some(out_ms), Some(deq)) = (
+        timer_out,
+        p(prop::TIMER_DEQUEUE_MS).and_then(|v| v.parse::<i64>().ok()),
+    ) {
+        out.push(format!(
+            "Released by the 5.x timer at {} UTC (due {} UTC); the parked copy is on {}.",
+            time(deq),
+            time(out_ms),
+            crate::format::timer::TIMER_TOPIC
+        ));
+    }
     if let Some(t) = p(prop::RETRY_TOPIC) {
         out.push(format!(
             "A consumer sent it back (reconsume {}): originally on {t}, first copy {}.",
