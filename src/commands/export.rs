@@ -9,6 +9,9 @@
 //! `engine::export::write_store`). What is exported is described in `engine::export`. Nothing
 //! is written to the store; an `--overlay` of earlier engine runs (`pull --commit`, `replay`) is
 //! read, so an export after a replay sees the replay's offsets and retries.
+//!
+//! With `--client-dir DIR` the group is a broadcasting consumer: what it has not consumed is
+//! measured from DIR's `offsets.json` ([`super::client_dir`]), which is only read.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -17,9 +20,10 @@ use clap::Args;
 use serde::Serialize;
 use serde_json::json;
 
+use super::client_dir::ClientDirArgs;
 use super::names;
 use super::output::{json_line, parse_time_arg, BodyMode, MessageJson};
-use super::pull::{open_engine, EngineArgs};
+use super::pull::{open_engine, use_client_dir, EngineArgs};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::Engine;
@@ -35,9 +39,14 @@ use crate::format::commitlog::read::{parse_record, Record};
 pub struct ExportArgs {
     /// The store root (read-only).
     pub store: PathBuf,
-    /// The consumer group.
-    #[arg(long, short = 'g', value_name = "G")]
-    pub group: String,
+    /// The consumer group (with --client-dir: DIR's group, which it may repeat).
+    #[arg(
+        long,
+        short = 'g',
+        value_name = "G",
+        required_unless_present = "client_dir"
+    )]
+    pub group: Option<String>,
     /// Only this topic (default: every topic the group has offsets for).
     #[arg(long, short = 't', value_name = "T")]
     pub topic: Option<String>,
@@ -76,6 +85,8 @@ pub struct ExportArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub client: ClientDirArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
 }
@@ -198,8 +209,9 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             );
         }
     }
+    let group = a.client.group(a.group.as_deref())?.unwrap_or_default();
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
-    let engine = open_engine(
+    let mut engine = open_engine(
         store,
         EngineArgs {
             overlay: a.overlay.as_deref(),
@@ -208,19 +220,21 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             broker: a.broker,
             full_replay: a.full_replay,
             writable: false,
+            broker_name: a.client.broker_name.clone(),
         },
     )?;
-    if a.topic.is_none() {
+    use_client_dir(&mut engine, &a.client)?;
+    if a.topic.is_none() && a.client.client_dir.is_none() {
         names::ensure_group(
             &engine,
-            &a.group,
+            &group,
             "To export as a new group, name its topic (--topic)",
         )?;
     }
     let plan = plan_export(
         &engine,
         &ExportOptions {
-            group: a.group.clone(),
+            group,
             topic: a.topic.clone(),
             include: a.include,
             dedupe: a.dedupe,

@@ -94,20 +94,24 @@ Examples:
 
 pub const PULL: &str = "\
 Exit status: 0 messages returned; 1 none returned; 2 could not run (an unknown topic, or a
-group the store does not know without --from or --offset).
+group the store does not know without --from or --offset, a --client-dir that is not a
+<clientId>/<group> folder, a --group that is not its group).
 
 Examples:
   rmqstore pull ~/store -g OrderGroup -t OrderTopic
   rmqstore pull ~/store -g NewGroup -t OrderTopic -q 0 --from first -f '%o %k %s'
-  rmqstore pull ~/store -g OrderGroup -t OrderTopic --commit --overlay /tmp/overlay";
+  rmqstore pull ~/store -g OrderGroup -t OrderTopic --commit --overlay /tmp/overlay
+  rmqstore pull ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/BcastGroup -t OrderTopic --commit";
 
 pub const PENDING: &str = "\
-Exit status: 0 printed; 2 could not run (an unknown group is an error, with the close names).
+Exit status: 0 printed; 2 could not run (an unknown group is an error, with the close names; a
+--client-dir that is not a <clientId>/<group> folder, or whose offsets.json and .bak are broken).
 
 Examples:
   rmqstore pending ~/store
   rmqstore pending ~/store -g OrderGroup --json
-  rmqstore pending ~/store --now 2026-11-30T12:00:00Z --all";
+  rmqstore pending ~/store --now 2026-11-30T12:00:00Z --all
+  rmqstore pending ~/store --client-dir ~/.rocketmq_offsets/10.0.0.5@DEFAULT/BcastGroup";
 
 pub const REBUILD: &str = "\
 Exit status: 0 rebuilt; 1 refused (the commitlog is damaged: see verify and repair); 2 could not run.
@@ -134,7 +138,8 @@ FILE.jsonl is refused without --force).
 Examples:
   rmqstore export ~/store -g OrderGroup --out /tmp/order.jsonl
   rmqstore export ~/store -g OrderGroup --include retry,delayed,dlq --dedupe --out /tmp/order.jsonl
-  rmqstore export ~/store -g OrderGroup --out /tmp/new-store";
+  rmqstore export ~/store -g OrderGroup --out /tmp/new-store
+  rmqstore export ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/BcastGroup --out /tmp/b.jsonl";
 
 pub const REPLAY: &str = "\
 Exit status: 0 the run ended; 1 every message delivered failed and went to the DLQ; 2 could
@@ -143,17 +148,28 @@ not run (or the command could not be started).
 Examples:
   rmqstore replay ~/store -g OrderGroup --exec 'jq -c .body >> /tmp/bodies' --until-idle
   rmqstore replay ~/store -g OrderGroup -t OrderTopic --exec ./consume.sh --overlay /tmp/ov
-  rmqstore replay ~/store -g OrderGroup --exec 'cat > /dev/null' --time-scale 1000 --until-idle";
+  rmqstore replay ~/store -g OrderGroup --exec 'cat > /dev/null' --time-scale 1000 --until-idle
+  rmqstore replay ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/BcastGroup --exec ./consume.sh";
 
 pub const OFFSETS: &str = "\
 Exit status: 0 shown, planned or written; 2 could not run (an unknown group or topic, a live
-broker holding the store's lock).
+broker holding the store's lock; with --client-dir: a folder that is not <clientId>/<group>, a
+--group that is not its group, an offsets.json whose .bak is broken too, a symlink in its place).
+
+With --client-dir DIR (DIR = <localOffsetStoreDir>/<clientId>/<group>, e.g.
+~/.rocketmq_offsets/10.0.0.5@DEFAULT/BcastGroup: the group is DIR's last name, the client id
+the one before), show and set work on a broadcasting consumer's DIR/offsets.json instead of
+config/consumerOffset.json; set --apply writes it as the client does (merged into what the file
+holds, the old file kept as .bak and a dated copy, written to .tmp, fsynced, renamed). The store
+is only read. --broker-name names the store's broker in the file (default: broker-a).
 
 Examples:
   rmqstore offsets ~/store show -g OrderGroup
   rmqstore offsets ~/store set -g OrderGroup -t OrderTopic --to-time 2026-11-30T10:00:00Z
   rmqstore offsets ~/store set -g OrderGroup -t OrderTopic --to first --apply
-  rmqstore offsets ~/store clone --from OrderGroup --to OrderGroupReplay --apply";
+  rmqstore offsets ~/store clone --from OrderGroup --to OrderGroupReplay --apply
+  rmqstore offsets ~/store --client-dir ~/.rocketmq_offsets/10.0.0.5@DEFAULT/BcastGroup show
+  rmqstore offsets ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/G set -t OrderTopic --to last --apply";
 
 pub const CONFIG: &str = "\
 Exit status: 0 shown, planned or written; 2 could not run (an unknown property or entry, a

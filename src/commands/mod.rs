@@ -1,6 +1,7 @@
 //! Subcommands: each turns its arguments into a plan, calls the library and prints the result.
 //! Presentation only; exit statuses come from [`exit::ExitStatus`].
 
+pub mod client_dir;
 pub mod completions;
 pub mod config;
 pub mod dump;

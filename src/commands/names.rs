@@ -127,11 +127,14 @@ pub fn engine_groups(engine: &Engine) -> BTreeSet<String> {
     set
 }
 
-/// Consumer groups with committed offsets, and the owners of `%RETRY%` and `%DLQ%` topics.
+/// Consumer groups with committed offsets (a broadcasting client's group too), and the owners of `%RETRY%` and `%DLQ%` topics.
 pub fn consuming_groups(engine: &Engine) -> BTreeSet<String> {
     let mut set: BTreeSet<String> = BTreeSet::new();
     for (_, g, _) in engine.consumer_offsets().iter() {
         set.insert(g.to_string());
+    }
+    if let Some(c) = engine.client_offsets() {
+        set.insert(c.group().to_string());
     }
     for (t, _) in engine.queue_keys() {
         if let Some(g) = t.strip_prefix(RETRY_PREFIX).or(t.strip_prefix(DLQ_PREFIX)) {

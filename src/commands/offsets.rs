@@ -6,6 +6,11 @@
 //!
 //! A change prints its plan (old and new offset, messages re-delivered or skipped per queue)
 //! and writes nothing unless `--apply` ([`crate::engine::offset_admin`] says how it writes).
+//!
+//! With `--client-dir DIR` (before `show` or `set`) the offsets are a broadcasting consumer's
+//! `DIR/offsets.json` instead ([`super::client_dir`]): `show` and `set` work the same, `set
+//! --apply` writes that file as the client's `persistAll` does and reads the store only (no
+//! broker lock is taken).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -13,6 +18,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
+use super::client_dir::{self, ClientDirArgs};
 use super::names;
 use super::output::{self, parse_time_arg, summary_line, typed_line};
 use super::query::BrokerArg;
@@ -27,6 +33,8 @@ use crate::format::config::ConsumerOffsets;
 pub struct OffsetsArgs {
     /// The store root.
     pub store: PathBuf,
+    #[command(flatten)]
+    pub client: ClientDirArgs,
     #[command(subcommand)]
     pub action: OffsetsAction,
     #[command(flatten)]
@@ -78,8 +86,9 @@ pub struct ApplyArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("target").required(true).args(["to_offset", "to_time", "to"])))]
 pub struct SetArgs {
+    /// The consumer group (with --client-dir: DIR's group, which it may repeat).
     #[arg(long, short = 'g', value_name = "G")]
-    pub group: String,
+    pub group: Option<String>,
     #[arg(long, short = 't', value_name = "T")]
     pub topic: String,
     /// One queue (default: every queue of the topic).
@@ -151,7 +160,89 @@ struct QueueOffset {
     lag: i64,
 }
 
+fn target_of(s: &SetArgs) -> Target {
+    match (s.to_offset, s.to_time, s.to) {
+        (Some(n), _, _) => Target::Offset(n),
+        (_, Some(t), _) => Target::Time(t),
+        (_, _, Some(End::First)) => Target::First,
+        _ => Target::Last,
+    }
+}
+
+fn version_of(s: &SetArgs, store: &Store) -> BrokerVersion {
+    match s.broker {
+        Some(BrokerArg::V4_9) => BrokerVersion::V4_9,
+        Some(BrokerArg::V5) => BrokerVersion::V5,
+        None => detect_broker_version(store).0,
+    }
+}
+
+/// `--client-dir`: `show` and `set` on a broadcasting client's `offsets.json`.
+fn run_client(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let (show_args, set_args) = match &a.action {
+        OffsetsAction::Show(s) => (Some(s), None),
+        OffsetsAction::Set(s) => (None, Some(s)),
+        OffsetsAction::Clone(_) | OffsetsAction::Delete(_) => anyhow::bail!(
+            "--client-dir: only show and set work on a client's offsets.json (clone and delete \
+             work on the broker's consumerOffset.json)"
+        ),
+    };
+    let given = show_args
+        .and_then(|s| s.group.as_deref())
+        .or(set_args.and_then(|s| s.group.as_deref()));
+    let group = a.client.group(given)?.unwrap_or_default();
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let Some(mut client) = a.client.load(&a.client.broker_name(&store))? else {
+        return Ok(ExitStatus::Success);
+    };
+    let table = client.as_table();
+    let topics: Vec<String> = crate::engine::query::Reader::new(&store).topics().to_vec();
+    let known_topic = |t: &str| {
+        names::ensure_known(
+            "topic",
+            t,
+            topics.iter().map(String::as_str),
+            "this store's consume queues or config/topics.json",
+        )
+    };
+    if let Some(sh) = show_args {
+        if let Some(t) = &sh.topic {
+            known_topic(t)?;
+        }
+        return show(&store, &table, sh, out);
+    }
+    let Some(s) = set_args else {
+        return Ok(ExitStatus::Success);
+    };
+    known_topic(&s.topic)?;
+    let plan = offset_admin::plan_set(
+        &store,
+        &table,
+        &group,
+        &s.topic,
+        s.queue,
+        target_of(s),
+        version_of(s, &store),
+    )?;
+    if plan.changes.is_empty() {
+        anyhow::bail!("topic {} has no queues to set offsets on", s.topic);
+    }
+    print_plan("set", &plan, &s.apply, out)?;
+    if s.apply.apply && !plan.is_empty() {
+        for c in &plan.changes {
+            if let Some(n) = c.new_offset {
+                client.set(&c.topic, c.queue_id, n);
+            }
+        }
+        client_dir::persist(&mut client, "offsets")?;
+    }
+    Ok(ExitStatus::Success)
+}
+
 pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if a.client.client_dir.is_some() {
+        return run_client(a, out);
+    }
     let applying = match &a.action {
         OffsetsAction::Show(_) => false,
         OffsetsAction::Set(s) => s.apply.apply,
@@ -191,20 +282,19 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             return show(&store, &table, s, out);
         }
         OffsetsAction::Set(s) => {
+            let group = s
+                .group
+                .as_deref()
+                .ok_or_else(|| anyhow::anyhow!("set needs --group G (or --client-dir DIR)"))?;
             known_topic(&s.topic)?;
-            let target = match (s.to_offset, s.to_time, s.to) {
-                (Some(n), _, _) => Target::Offset(n),
-                (_, Some(t), _) => Target::Time(t),
-                (_, _, Some(End::First)) => Target::First,
-                _ => Target::Last,
-            };
-            let version = match s.broker {
-                Some(BrokerArg::V4_9) => BrokerVersion::V4_9,
-                Some(BrokerArg::V5) => BrokerVersion::V5,
-                None => detect_broker_version(&store).0,
-            };
             let plan = offset_admin::plan_set(
-                &store, &table, &s.group, &s.topic, s.queue, target, version,
+                &store,
+                &table,
+                group,
+                &s.topic,
+                s.queue,
+                target_of(s),
+                version_of(s, &store),
             )?;
             if plan.changes.is_empty() {
                 anyhow::bail!("topic {} has no queues to set offsets on", s.topic);

@@ -6,6 +6,9 @@
 //! their due times, and undecided transactions (ENGINE.md 8's final-state view). Nothing is
 //! written. `--json` prints JSON Lines (docs/json.md): a `group` per group, a `delay_level` per
 //! level, a `transaction` per undecided transaction, then the `summary`.
+//!
+//! With `--client-dir DIR` only DIR's group is shown, its unconsumed messages measured from the
+//! broadcasting client's `offsets.json` ([`super::client_dir`]) instead of `consumerOffset.json`.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -14,9 +17,10 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
+use super::client_dir::ClientDirArgs;
 use super::names;
 use super::output::{format_time, parse_time_arg, summary_line, typed_line};
-use super::pull::{open_engine, EngineArgs};
+use super::pull::{open_engine, use_client_dir, EngineArgs};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::Engine;
@@ -33,7 +37,7 @@ use crate::format::timer::TIMER_TOPIC;
 pub struct PendingArgs {
     /// The store root (read-only).
     pub store: PathBuf,
-    /// Only this consumer group.
+    /// Only this consumer group (with --client-dir: DIR's group, which it may repeat).
     #[arg(long, short = 'g', value_name = "G")]
     pub group: Option<String>,
     /// An overlay written by earlier engine runs, read (not written).
@@ -53,6 +57,8 @@ pub struct PendingArgs {
     pub all: bool,
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub client: ClientDirArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
 }
@@ -169,12 +175,7 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> anyhow::Result
     // topics of the groups shown: what a delayed message or a transaction must be bound for
     let mut shown_topics: BTreeSet<String> = BTreeSet::new();
     for g in groups_of(engine, only, &waiting) {
-        let mut topics: BTreeSet<String> = engine
-            .consumer_offsets()
-            .iter()
-            .filter(|(_, group, _)| *group == g)
-            .map(|(t, _, _)| t.to_string())
-            .collect();
+        let mut topics: BTreeSet<String> = engine.offset_topics(&g);
         let retry = retry_topic(&g);
         if !engine.queue_ids(&retry).is_empty() {
             topics.insert(retry.clone());
@@ -300,8 +301,9 @@ fn timers_pending(
 }
 
 pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let group = a.client.group(a.group.as_deref())?;
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
-    let engine = open_engine(
+    let mut engine = open_engine(
         store,
         EngineArgs {
             overlay: a.overlay.as_deref(),
@@ -310,9 +312,11 @@ pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             broker: a.broker,
             full_replay: a.full_replay,
             writable: false,
+            broker_name: a.client.broker_name.clone(),
         },
     )?;
-    let p = pending(&engine, a.group.as_deref(), a.all)?;
+    use_client_dir(&mut engine, &a.client)?;
+    let p = pending(&engine, group.as_deref(), a.all)?;
     if a.json {
         for g in &p.groups {
             typed_line(out, "group", g)?;

@@ -10,6 +10,11 @@
 //! topic is pulled in turn. Tag filters are applied as the broker
 //! and then the client apply them (hash code, then tag string); SQL92 on the broker.
 //! `--commit` stores `next_begin_offset` as the group's offset in the overlay.
+//!
+//! With `--client-dir DIR` the group is a broadcasting consumer whose progress is DIR's
+//! `offsets.json` ([`super::client_dir`]): it starts from that file's offsets (a queue the file
+//! lacks starts at its max offset, as `CONSUME_FROM_LAST_OFFSET` does without asking a broker),
+//! and `--commit` writes `next_begin_offset` into that file (no overlay needed).
 //! Exit status 1 when no message was returned.
 
 use std::io::{BufWriter, Write};
@@ -19,6 +24,7 @@ use std::sync::Arc;
 use clap::Args;
 use serde_json::json;
 
+use super::client_dir::ClientDirArgs;
 use super::dump::MessagePrinter;
 use super::line_format::{LineArgs, Style};
 use super::names;
@@ -37,9 +43,15 @@ use crate::engine::Store;
 pub struct PullArgs {
     /// The store root (read-only).
     pub store: PathBuf,
-    /// Consumer group whose offsets are read (and written with --commit).
-    #[arg(long, short = 'g', value_name = "G")]
-    pub group: String,
+    /// Consumer group whose offsets are read (and written with --commit); with --client-dir,
+    /// DIR's group.
+    #[arg(
+        long,
+        short = 'g',
+        value_name = "G",
+        required_unless_present = "client_dir"
+    )]
+    pub group: Option<String>,
     /// Topic to pull (a group's retries are in `%RETRY%<group>`).
     #[arg(long, short = 't', value_name = "T")]
     pub topic: String,
@@ -62,7 +74,8 @@ pub struct PullArgs {
     /// SQL92 expression on message properties (`a > 5 AND TAGS IN ('x')`).
     #[arg(long, value_name = "EXPR")]
     pub sql: Option<String>,
-    /// Store next_begin_offset as the group's committed offset (needs --overlay).
+    /// Store next_begin_offset as the group's committed offset: in the overlay (needs
+    /// --overlay), or with --client-dir in the client's offsets.json.
     #[arg(long)]
     pub commit: bool,
     /// Overlay store directory: where the engine's writes go; an earlier run's overlay is read
@@ -93,6 +106,8 @@ pub struct PullArgs {
     #[arg(long, short = 'J')]
     pub json: bool,
     #[command(flatten)]
+    pub client: ClientDirArgs,
+    #[command(flatten)]
     pub lines: LineArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
@@ -107,6 +122,8 @@ pub(crate) struct EngineArgs<'a> {
     pub broker: Option<BrokerArg>,
     pub full_replay: bool,
     pub writable: bool,
+    /// `--broker-name`: the engine's brokerName.
+    pub broker_name: Option<String>,
 }
 
 pub(crate) fn open_engine(store: Store, a: EngineArgs<'_>) -> anyhow::Result<Engine> {
@@ -117,9 +134,13 @@ pub(crate) fn open_engine(store: Store, a: EngineArgs<'_>) -> anyhow::Result<Eng
         broker,
         full_replay,
         writable,
+        broker_name,
     } = a;
     let mut opts = EngineOptions::for_store(&store);
     opts.role = role;
+    if let Some(b) = broker_name {
+        opts.broker_name = b;
+    }
     if full_replay {
         opts.replay = ReplayMode::Full;
     }
@@ -139,6 +160,14 @@ pub(crate) fn open_engine(store: Store, a: EngineArgs<'_>) -> anyhow::Result<Eng
         Engine::open_read_only(store, overlay, clock, opts)?
     };
     Ok(engine)
+}
+
+/// With `--client-dir`: read the client's offsets and have the engine use them for its group.
+pub(crate) fn use_client_dir(engine: &mut Engine, client: &ClientDirArgs) -> anyhow::Result<()> {
+    if let Some(c) = client.load(&engine.options().broker_name.clone())? {
+        engine.use_client_offsets(c);
+    }
+    Ok(())
 }
 
 fn filter_of(a: &PullArgs, version: BrokerVersion) -> anyhow::Result<Option<MessageFilter>> {
@@ -165,8 +194,12 @@ fn filter_of(a: &PullArgs, version: BrokerVersion) -> anyhow::Result<Option<Mess
 }
 
 pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    if a.commit && a.overlay.is_none() {
-        anyhow::bail!("--commit needs --overlay DIR: the store itself is never written");
+    let group = a.client.group(a.group.as_deref())?.unwrap_or_default();
+    let client_dir = a.client.client_dir.is_some();
+    if a.commit && a.overlay.is_none() && !client_dir {
+        anyhow::bail!(
+            "--commit needs --overlay DIR (or --client-dir DIR): the store itself is never written"
+        );
     }
     if a.deliver_due && a.role == BrokerRole::Slave {
         anyhow::bail!("--deliver-due: only a master runs the schedule service");
@@ -181,18 +214,20 @@ pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             broker: a.broker,
             full_replay: a.full_replay,
             writable: true,
+            broker_name: a.client.broker_name.clone(),
         },
     )?;
+    use_client_dir(&mut engine, &a.client)?;
     names::ensure_known(
         "topic",
         &a.topic,
         names::engine_topics(&engine).iter().map(String::as_str),
         "this store's consume queues or config/topics.json",
     )?;
-    if a.offset.is_none() && a.from.is_none() {
+    if a.offset.is_none() && a.from.is_none() && !client_dir {
         names::ensure_group(
             &engine,
-            &a.group,
+            &group,
             "To pull as a new group, say where to start: --from first|last|TIME or --offset N",
         )?;
     }
@@ -214,10 +249,14 @@ pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         }
     };
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    let total = pull_queues(a, &mut engine, &queues, filter.as_ref(), &mut out)?;
+    let total = pull_queues(a, &group, &mut engine, &queues, filter.as_ref(), &mut out)?;
     out.flush()?;
     drop(out);
+    let client = engine.take_client_offsets();
     engine.close()?;
+    if let Some(mut c) = client.filter(|_| a.commit) {
+        super::client_dir::persist(&mut c, "pull")?;
+    }
     Ok(if total > 0 {
         ExitStatus::Success
     } else {
@@ -228,6 +267,7 @@ pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 /// Pull each queue once and print what the consumer receives; returns the messages printed.
 fn pull_queues(
     a: &PullArgs,
+    group: &str,
     engine: &mut Engine,
     queues: &[i32],
     filter: Option<&MessageFilter>,
@@ -247,7 +287,7 @@ fn pull_queues(
                 engine.offset_by_time(&a.topic, q, ts)
             }
             (None, None) => engine
-                .pull_from_where(&a.group, &a.topic, q, Default::default())
+                .pull_from_where(group, &a.topic, q, Default::default())
                 .unwrap_or(max),
         };
         let req = PullRequest {
@@ -257,7 +297,7 @@ fn pull_queues(
             max_msgs: a.max,
             filter,
         };
-        let r = engine.process_pull(&a.group, &req, None)?;
+        let r = engine.process_pull(group, &req, None)?;
         let mut dropped = 0u64;
         let mut shown = 0u64;
         for pm in &r.messages {
@@ -273,7 +313,7 @@ fn pull_queues(
         }
         total += shown;
         if a.commit {
-            engine.commit_offset(&a.group, &a.topic, q, r.next_begin_offset);
+            engine.commit_offset(group, &a.topic, q, r.next_begin_offset);
         }
         printer.side_line(
             "pull",
@@ -297,7 +337,7 @@ fn pull_queues(
         "pull",
         json!({
             "topic": a.topic,
-            "group": a.group,
+            "group": group,
             "queues": queues.len(),
             "messages": total,
             "client_filtered": filtered,

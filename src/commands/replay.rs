@@ -15,6 +15,11 @@
 //! run), then offsets and the overlay are saved. A second Ctrl-C quits at once without saving.
 //!
 //! Time is the real clock from `--now` (default: now), running `--time-scale` times faster.
+//!
+//! With `--client-dir DIR` the group is a broadcasting consumer ([`super::client_dir`]): its
+//! queues start from DIR's `offsets.json`, and the offsets committed by the run are written into
+//! that file when it ends (merged, atomically, the old file kept), not into the overlay; the
+//! group's `%RETRY%` queues, retries and dead letters stay the overlay's.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,6 +33,7 @@ use nix::sys::signal::{SigSet, Signal};
 use serde::Serialize;
 use serde_json::json;
 
+use super::client_dir::ClientDirArgs;
 use super::names;
 use super::output::{parse_time_arg, BodyMode, MessageJson};
 use super::query::BrokerArg;
@@ -46,9 +52,14 @@ use crate::format::commitlog::MessageRef;
 pub struct ReplayArgs {
     /// The store root (read-only).
     pub store: PathBuf,
-    /// The consumer group.
-    #[arg(long, short = 'g', value_name = "G")]
-    pub group: String,
+    /// The consumer group (with --client-dir: DIR's group, which it may repeat).
+    #[arg(
+        long,
+        short = 'g',
+        value_name = "G",
+        required_unless_present = "client_dir"
+    )]
+    pub group: Option<String>,
     /// Subscribed topic (repeatable; default: every topic the group has offsets for). The
     /// group's %RETRY% topic is always consumed.
     #[arg(long, short = 't', value_name = "T")]
@@ -78,7 +89,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub suspend_ms: i64,
     /// Overlay store directory: offsets, retries and dead letters go there; an earlier run's
-    /// overlay is continued. Without it nothing is saved.
+    /// overlay is continued. Without it nothing is saved (but the offsets of --client-dir).
     #[arg(long, value_name = "DIR")]
     pub overlay: Option<PathBuf>,
     /// Stop when nothing is left to consume and nothing is waiting to be delivered (by default
@@ -109,6 +120,10 @@ pub struct ReplayArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// With --client-dir, the offsets committed are written into DIR/offsets.json when the run
+    /// ends.
+    #[command(flatten)]
+    pub client: ClientDirArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
 }
@@ -170,7 +185,12 @@ fn label(m: &ReplayMessage, msg: Option<&MessageRef<'_>>) -> String {
     format!("{}:{}:{} {id}", m.queue_topic, m.queue_id, m.queue_offset)
 }
 
-fn spawn(a: &ReplayArgs, m: &ReplayMessage, file: &std::path::Path) -> anyhow::Result<Running> {
+fn spawn(
+    a: &ReplayArgs,
+    group: &str,
+    m: &ReplayMessage,
+    file: &std::path::Path,
+) -> anyhow::Result<Running> {
     let msg = m.message();
     let input: Vec<u8> = match (&msg, a.body_only) {
         (Some(r), true) => r
@@ -181,7 +201,7 @@ fn spawn(a: &ReplayArgs, m: &ReplayMessage, file: &std::path::Path) -> anyhow::R
             let j = ReplayJson {
                 message: MessageJson::new(r, file, a.body),
                 replay: Delivery {
-                    group: a.group.clone(),
+                    group: group.to_string(),
                     queue_topic: m.queue_topic.clone(),
                     queue_id: m.queue_id,
                     queue_offset: m.queue_offset,
@@ -197,7 +217,7 @@ fn spawn(a: &ReplayArgs, m: &ReplayMessage, file: &std::path::Path) -> anyhow::R
     };
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(&a.exec).stdin(Stdio::piped());
-    cmd.env("RMQ_GROUP", &a.group)
+    cmd.env("RMQ_GROUP", group)
         .env("RMQ_TOPIC", &m.consumer_topic)
         .env("RMQ_QUEUE_TOPIC", &m.queue_topic)
         .env("RMQ_QUEUE_ID", m.queue_id.to_string())
@@ -262,7 +282,12 @@ fn open(a: &ReplayArgs, clock: Arc<dyn Clock>) -> anyhow::Result<Engine> {
             BrokerArg::V5 => BrokerVersion::V5,
         };
     }
-    Ok(Engine::open(store, a.overlay.as_deref(), clock, opts)?)
+    if let Some(b) = &a.client.broker_name {
+        opts.broker_name = b.clone();
+    }
+    let mut engine = Engine::open(store, a.overlay.as_deref(), clock, opts)?;
+    super::pull::use_client_dir(&mut engine, &a.client)?;
+    Ok(engine)
 }
 
 /// Why the loop ended.
@@ -279,32 +304,43 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
         anyhow::bail!("--time-scale must be a positive number");
     }
+    let group = a.client.group(a.group.as_deref())?.unwrap_or_default();
+    let client_dir = a.client.client_dir.is_some();
     let stop = stop_flag()?;
     let origin = a.now.unwrap_or_else(|| SystemClock.now_ms());
     let clock = Arc::new(ScaledClock::new(origin, a.time_scale));
     let engine = open(a, clock.clone())?;
-    if a.topic.is_empty() {
+    if a.topic.is_empty() && !client_dir {
         names::ensure_group(
             &engine,
-            &a.group,
+            &group,
             "To replay as a new group, name its topic (--topic)",
         )?;
     }
     let topics = if a.topic.is_empty() {
-        group_topics(&engine, &a.group)
+        group_topics(&engine, &group)
     } else {
         a.topic.clone()
     };
     if topics.is_empty() {
         anyhow::bail!(
-            "consumer group {} has no offsets in consumerOffset.json: name its topic (--topic)",
-            a.group
+            "consumer group {group} has no committed offsets in {}: name its topic (--topic)",
+            if client_dir {
+                "the client's offsets.json"
+            } else {
+                "consumerOffset.json"
+            }
         );
     }
-    if a.overlay.is_none() {
+    if a.overlay.is_none() && client_dir {
+        eprintln!(
+            "rmqstore: note: no --overlay: retries are not saved (offsets go to the client's \
+             offsets.json)"
+        );
+    } else if a.overlay.is_none() {
         eprintln!("rmqstore: note: no --overlay: offsets and retries are not saved");
     }
-    let mut options = ReplayOptions::new(a.group.clone(), topics);
+    let mut options = ReplayOptions::new(group.clone(), topics);
     options.orderly = a.orderly;
     options.max_reconsume_times = a.max_reconsume_times;
     options.suspend_ms = a.suspend_ms;
@@ -315,11 +351,17 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let drained = finish_running(a, &mut rp, &mut running, &stop);
     let progress = rp.progress();
     let subscribed = rp.subscribed().to_vec();
-    let stats = rp.close()?;
+    let (stats, client) = rp.finish()?;
+    // saved like the overlay, also when the run failed
+    let saved = match client {
+        Some(mut c) => super::client_dir::persist(&mut c, "replay"),
+        None => Ok(()),
+    };
     let end = result?;
     drained?;
+    saved?;
     let summary = json!({
-        "group": a.group,
+        "group": group,
         "topics": subscribed,
         "end": match end { End::Idle => "idle", End::Stopped => "stopped" },
         "stats": stats,
@@ -333,7 +375,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             out,
             "replay of {} {}: {} delivered, {} consumed, {} retried, {} dead-lettered, {} \
              suspended, {} interrupted",
-            a.group,
+            group,
             if end == End::Idle {
                 "ended (idle)"
             } else {
@@ -354,7 +396,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             )?;
         }
     }
-    let dlq = crate::engine::retry::dlq_topic(&a.group);
+    let dlq = crate::engine::retry::dlq_topic(&group);
     if stats.dead_lettered > 0 && stats.consumed == 0 {
         eprintln!(
             "rmqstore: every message delivered failed: {} went to {dlq}, none was consumed",
@@ -443,7 +485,7 @@ fn drive(
         let started = batch.len();
         for m in batch {
             let file = rp.engine().record_file(m.commitlog_offset);
-            match spawn(a, &m, &file) {
+            match spawn(a, &rp.options().group, &m, &file) {
                 Ok(r) => running.push(r),
                 Err(e) => {
                     rp.complete(m.ticket, Outcome::Interrupted)?;

@@ -15,10 +15,11 @@
 //! [`super::transaction`]; they are `impl Engine` blocks over the state kept here.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::client_offsets::ClientOffsets;
 use super::clock::Clock;
 use super::dispatch::{dispatch, RETRY_PREFIX};
 use super::index::IndexNaming;
@@ -400,6 +401,8 @@ pub struct Engine {
     replay: ReplaySummary,
     /// 5.x timer progress (defaults for a store without timer files).
     pub(crate) timer: super::timer::TimerProgress,
+    /// A broadcasting client's offsets, used for its group in place of `offsets`.
+    client: Option<ClientOffsets>,
 }
 
 /// `value` rounded up to a multiple of `size`.
@@ -484,6 +487,7 @@ impl Engine {
             options,
             replay: ReplaySummary::default(),
             timer: super::timer::TimerProgress::load(&source.root, overlay)?,
+            client: None,
             source,
         };
         engine.load_source_queues()?;
@@ -975,22 +979,65 @@ impl Engine {
         self.put_with_delay(msg, 0)
     }
 
-    /// `queryOffset`: the group's committed offset, or -1.
+    /// `queryOffset`: the group's committed offset, or -1. For the group of
+    /// [`Engine::use_client_offsets`], the client's own offset (`readOffset(READ_FROM_STORE)`).
     pub fn committed_offset(&self, group: &str, topic: &str, queue_id: i32) -> i64 {
-        super::offsets::query_offset(&self.offsets, group, topic, queue_id)
+        match self.client_for(group, topic) {
+            Some(c) => c.get(topic, queue_id).unwrap_or(-1),
+            None => super::offsets::query_offset(&self.offsets, group, topic, queue_id),
+        }
     }
 
-    /// `commitOffset`: overwrite the group's offset (clustering; persisted on close).
+    /// `commitOffset`: overwrite the group's offset (clustering; persisted on close). For the
+    /// group of [`Engine::use_client_offsets`], the client's table (persisted by its owner).
     pub fn commit_offset(&mut self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        if let Some(c) = self.client.as_mut().filter(|c| c.covers(group, topic)) {
+            c.set(topic, queue_id, offset);
+            return;
+        }
         self.offsets.set(topic, group, queue_id, offset);
         self.dirty.offsets = true;
     }
 
+    /// Take a broadcasting client's offsets for its group: committed offsets of that group (its
+    /// `%RETRY%` topic aside) are read from and written to `client`, not the broker's table.
+    pub fn use_client_offsets(&mut self, client: ClientOffsets) {
+        self.client = Some(client);
+    }
+
+    pub fn client_offsets(&self) -> Option<&ClientOffsets> {
+        self.client.as_ref()
+    }
+
+    /// Give back the client's offsets (with what was committed since), to persist them.
+    pub fn take_client_offsets(&mut self) -> Option<ClientOffsets> {
+        self.client.take()
+    }
+
+    fn client_for(&self, group: &str, topic: &str) -> Option<&ClientOffsets> {
+        self.client.as_ref().filter(|c| c.covers(group, topic))
+    }
+
+    /// The topics `group` has committed offsets for (the client's, for a client's group).
+    pub fn offset_topics(&self, group: &str) -> BTreeSet<String> {
+        let mut set: BTreeSet<String> = self
+            .offsets
+            .iter()
+            .filter(|(t, g, _)| *g == group && self.client_for(g, t).is_none())
+            .map(|(t, _, _)| t.to_string())
+            .collect();
+        if let Some(c) = self.client.as_ref().filter(|c| c.group() == group) {
+            set.extend(c.topics());
+        }
+        set
+    }
+
     /// What the broker answers a client asking for the group's offset: the committed offset,
-    /// else the new-group rule of ENGINE.md 4.1 (0 or -1).
+    /// else the new-group rule of ENGINE.md 4.1 (0 or -1). A broadcasting client asks no broker:
+    /// its own offset or -1.
     pub fn query_consumer_offset(&self, group: &str, topic: &str, queue_id: i32) -> i64 {
         let c = self.committed_offset(group, topic, queue_id);
-        if c >= 0 {
+        if c >= 0 || self.client_for(group, topic).is_some() {
             return c;
         }
         let (min, max) = self.queue_bounds(topic, queue_id);

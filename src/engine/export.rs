@@ -187,7 +187,10 @@ pub struct ExportPlan {
 /// Why an export cannot run.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
-    #[error("consumer group {0} has no offsets in consumerOffset.json: name its topic (--topic)")]
+    #[error(
+        "consumer group {0} has no committed offsets (consumerOffset.json, or the client's \
+         offsets.json): name its topic (--topic)"
+    )]
     NoTopics(String),
     #[error(transparent)]
     Store(#[from] Error),
@@ -195,17 +198,14 @@ pub enum ExportError {
     OutputExists(PathBuf),
 }
 
-/// The topics `group` has offsets for, its retry and DLQ topics aside, sorted.
+/// The topics `group` has offsets for (in `consumerOffset.json`, or in a broadcasting client's
+/// `offsets.json` the engine uses for it), its retry and DLQ topics aside, sorted.
 pub fn group_topics(engine: &Engine, group: &str) -> Vec<String> {
-    let set: BTreeSet<String> = engine
-        .consumer_offsets()
-        .iter()
-        .filter(|(t, g, _)| {
-            *g == group && !t.starts_with(RETRY_PREFIX) && !t.starts_with(DLQ_PREFIX)
-        })
-        .map(|(t, _, _)| t.to_string())
-        .collect();
-    set.into_iter().collect()
+    engine
+        .offset_topics(group)
+        .into_iter()
+        .filter(|t| !t.starts_with(RETRY_PREFIX) && !t.starts_with(DLQ_PREFIX))
+        .collect()
 }
 
 /// Every unit of a queue from `from` to its max offset, across consume queue files.

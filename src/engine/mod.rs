@@ -1,6 +1,7 @@
 //! The store as a whole: opening it, the broker's dispatch rules, the one writer, the generator.
 
 pub mod broker;
+pub mod client_offsets;
 pub mod clock;
 pub mod config_admin;
 pub mod dispatch;

@@ -118,6 +118,8 @@ impl OffsetFile {
         let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
         let v = LooseJson::parse(text)?;
         let mut out = OffsetFile::default();
+        // where each queue is in `out.table` (a later duplicate key replaces the value, as a map)
+        let mut at: HashMap<MessageQueue, usize> = HashMap::new();
         let LooseJson::Object(root) = v else {
             return Err("offsets.json: expected an object".into());
         };
@@ -162,7 +164,14 @@ impl OffsetFile {
                     .map_err(|_| format!("offset: bad number {n}"))?,
                 _ => return Err("offset: expected a number".into()),
             };
-            out.set(&MessageQueue::new(topic, broker_name, queue_id), offset);
+            let mq = MessageQueue::new(topic, broker_name, queue_id);
+            match at.get(&mq) {
+                Some(&i) => out.table[i].1 = offset,
+                None => {
+                    at.insert(mq.clone(), out.table.len());
+                    out.table.push((mq, offset));
+                }
+            }
         }
         Ok(out)
     }
@@ -211,6 +220,87 @@ impl OffsetFile {
     }
 }
 
+/// Which file a broadcasting client's offsets were read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OffsetFileSource {
+    /// `offsets.json`.
+    Main,
+    /// `offsets.json.bak`, because `offsets.json` was `reason` (missing, empty, unreadable,
+    /// unparsable).
+    Backup { reason: String },
+    /// Neither file holds anything: the empty state (`reason` says why, both files).
+    Empty { reason: String },
+}
+
+/// What [`read_local_offset`] found.
+#[derive(Debug, Clone)]
+pub struct LocalOffsetRead {
+    /// `None`: the empty state.
+    pub file: Option<OffsetFile>,
+    pub source: OffsetFileSource,
+}
+
+/// `readLocalOffset` on `path` (`.../offsets.json`), saying which file was used: the main file;
+/// if it is missing, empty, unreadable or does not parse, the `.bak`; a missing or empty `.bak`
+/// is the empty state; an unreadable or unparsable `.bak` an error naming it (the client's
+/// `readOffset` then answers -1 and `persistAll` writes nothing).
+pub fn read_local_offset(path: &Path) -> Result<LocalOffsetRead> {
+    let read = crate::format::config::read_config_bytes;
+    let reason = match read(path) {
+        Ok(Some(b)) if b.is_empty() => "empty".to_string(),
+        Ok(Some(b)) => match OffsetFile::from_bytes(&b) {
+            Ok(f) => {
+                return Ok(LocalOffsetRead {
+                    file: Some(f),
+                    source: OffsetFileSource::Main,
+                })
+            }
+            Err(e) => format!("unparsable: {e}"),
+        },
+        Ok(None) => "missing".to_string(),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    let bak = with_suffix(path, ".bak");
+    let bak_state = match read(&bak) {
+        Ok(Some(b)) if !b.is_empty() => {
+            return match OffsetFile::from_bytes(&b) {
+                Ok(f) => Ok(LocalOffsetRead {
+                    file: Some(f),
+                    source: OffsetFileSource::Backup { reason },
+                }),
+                Err(e) => Err(Error::layout(
+                    &bak,
+                    format!(
+                        "readLocalOffset: {} is {reason}, and the backup is unparsable: {e}",
+                        path.display()
+                    ),
+                )),
+            }
+        }
+        Ok(Some(_)) => "empty",
+        Ok(None) => "missing",
+        Err(e) => {
+            return Err(Error::layout(
+                &bak,
+                format!(
+                    "readLocalOffset: {} is {reason}, and the backup is unreadable: {e}",
+                    path.display()
+                ),
+            ))
+        }
+    };
+    Ok(LocalOffsetRead {
+        file: None,
+        source: OffsetFileSource::Empty {
+            reason: format!(
+                "{}: {reason}; {}: {bak_state}",
+                path.display(),
+                bak.display()
+            ),
+        },
+    })
+}
+
 /// `LocalFileOffsetStore`: a broadcasting consumer's offsets, kept in memory and persisted to
 /// `<dir>/<clientId>/<group>/offsets.json` by merging into what the file holds.
 #[derive(Debug, Clone)]
@@ -236,21 +326,7 @@ impl LocalOffsetStore {
     /// `readLocalOffset`: the file; if it is missing, empty or does not parse, the `.bak`; a
     /// missing or empty `.bak` is the empty state (`Ok(None)`), an unparsable one an error.
     pub fn read_file(&self) -> Result<Option<OffsetFile>> {
-        let read = crate::format::config::read_config_bytes;
-        if let Some(b) = read(&self.path)? {
-            if !b.is_empty() {
-                if let Ok(f) = OffsetFile::from_bytes(&b) {
-                    return Ok(Some(f));
-                }
-            }
-        }
-        let bak = with_suffix(&self.path, ".bak");
-        match read(&bak)? {
-            Some(b) if !b.is_empty() => OffsetFile::from_bytes(&b)
-                .map(Some)
-                .map_err(|e| Error::layout(&bak, format!("readLocalOffset: {e}"))),
-            _ => Ok(None),
-        }
+        Ok(read_local_offset(&self.path)?.file)
     }
 
     /// `readOffset`: memory, the file (caching what it finds), or -1.

@@ -34,6 +34,7 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::broker::{Engine, EngineError};
+use super::client_offsets::ClientOffsets;
 use super::clock::Clock;
 use super::dispatch::RETRY_PREFIX;
 use super::offsets::ConsumeFrom;
@@ -759,14 +760,21 @@ impl Replayer {
 
     /// Give every message still in progress back (it is delivered again by the next run),
     /// then save the offsets and everything the engine wrote to the overlay.
-    pub fn close(mut self) -> Result<ReplayStats, ReplayError> {
+    pub fn close(self) -> Result<ReplayStats, ReplayError> {
+        Ok(self.finish()?.0)
+    }
+
+    /// [`Replayer::close`], giving back the broadcasting client's offsets the engine used (with
+    /// the offsets committed by the run) for the caller to persist.
+    pub fn finish(mut self) -> Result<(ReplayStats, Option<ClientOffsets>), ReplayError> {
         let tickets: Vec<u64> = self.tickets.keys().copied().collect();
         for t in tickets {
             self.complete(t, Outcome::Interrupted)?;
         }
         let stats = self.stats.clone();
+        let client = self.engine.take_client_offsets();
         self.engine.close()?;
-        Ok(stats)
+        Ok((stats, client))
     }
 }
 

@@ -12,6 +12,7 @@ pub mod config;
 pub mod consumequeue;
 pub mod entry;
 pub mod error;
+pub mod failpoint;
 pub mod filename;
 pub mod finding;
 pub mod geometry;

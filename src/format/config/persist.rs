@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use super::files::ConfigFile;
 use crate::format::error::Error;
+use crate::format::failpoint::failpoint;
 
 /// Where a loaded config came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,10 +179,13 @@ pub fn persist_bytes(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     let tmp = with_suffix(path, ".tmp");
     let bak = with_suffix(path, ".bak");
     write_synced(&tmp, bytes)?;
+    failpoint("config-tmp-written");
     if let Some(old) = read_config_bytes(path)? {
         write_synced(&bak, &old)?;
     }
+    failpoint("config-bak-written");
     fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    failpoint("config-renamed");
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

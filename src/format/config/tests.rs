@@ -588,6 +588,46 @@ fn persist_writes_tmp_bak_and_renames() {
     assert!(matches!(e, Error::Io { .. }));
 }
 
+/// What a write interrupted at each step of [`persist`] leaves (the steps a crash can fall
+/// between: `.tmp` written, `.bak` written, renamed): the old or the new main file, and a `.tmp`
+/// that no load reads and the next write replaces.
+#[test]
+fn an_interrupted_persist_leaves_the_old_or_the_new_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut old = DelayOffsets::new();
+    old.set(1, 3);
+    let mut new = old.clone();
+    new.set(1, 4);
+    let main = save(dir.path(), &old).expect("save old");
+    let tmp = with_suffix(&main, ".tmp");
+    let bak = with_suffix(&main, ".bak");
+    let loaded = || load::<DelayOffsets>(dir.path()).expect("load");
+    // stopped after the .tmp, torn: the old file is what is read
+    let text = new.to_pretty();
+    std::fs::write(&tmp, &text.as_bytes()[..text.len() / 2]).expect("torn tmp");
+    assert_eq!(
+        (loaded().source, loaded().value),
+        (ConfigSource::Main, old.clone())
+    );
+    // stopped after the .bak: still the old file
+    std::fs::write(&tmp, &text).expect("tmp");
+    std::fs::copy(&main, &bak).expect("bak");
+    assert_eq!(loaded().value, old);
+    // renamed: the new file
+    std::fs::rename(&tmp, &main).expect("rename");
+    assert_eq!(loaded().value, new);
+    // the next write over a stale .tmp replaces it whole
+    std::fs::write(&tmp, "{\"offsetTable\":{1:").expect("stale tmp");
+    save(dir.path(), &old).expect("save over a stale tmp");
+    assert!(!tmp.exists());
+    assert_eq!((loaded().source, loaded().value), (ConfigSource::Main, old));
+    assert_eq!(
+        std::fs::read_to_string(&bak).expect("bak"),
+        new.to_pretty(),
+        "the .bak is the previous generation"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Garbage never panics.
 
