@@ -26,6 +26,7 @@ pub mod scan;
 pub mod schedule;
 pub mod sql;
 pub mod store;
+pub mod trace;
 pub mod transaction;
 pub mod verify;
 pub mod writer;

@@ -20,6 +20,7 @@ pub mod java;
 pub mod layout;
 pub mod mapped;
 pub mod msgid;
+pub mod trace;
 
 pub use error::{Error, ErrorKind, ParseError, Result};
 pub use mapped::Mapped;
