@@ -238,9 +238,9 @@ fn flags_override_inferred_geometry() {
     assert_eq!(v["geometry"]["cq_file_units"]["source"], "inferred");
 }
 
-const SUBCOMMANDS: [&str; 12] = [
+const SUBCOMMANDS: [&str; 13] = [
     "gen", "dump", "query", "info", "pull", "pending", "rebuild", "repair", "export", "replay",
-    "tui", "verify",
+    "tui", "verify", "trace",
 ];
 
 fn stdout_of(args: &[&str]) -> String {

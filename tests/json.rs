@@ -39,6 +39,7 @@ enum Line {
     OffsetChange(OffsetChange),
     ConfigEntry(ConfigEntry),
     ConfigChange(ConfigChange),
+    Trace(Trace),
     Summary(Summary),
 }
 
@@ -63,6 +64,7 @@ impl Line {
             Line::OffsetChange(_) => "offset_change",
             Line::ConfigEntry(_) => "config_entry",
             Line::ConfigChange(_) => "config_change",
+            Line::Trace(_) => "trace",
             Line::Summary(_) => "summary",
         }
     }
@@ -575,6 +577,83 @@ struct Action {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Trace {
+    msg_id: String,
+    topic: Option<String>,
+    tags: Option<String>,
+    keys: Vec<String>,
+    stored: Option<TraceStored>,
+    sent: Vec<TraceSent>,
+    consumed: Vec<TraceConsumed>,
+    end_transaction: Vec<TraceEndTransaction>,
+    records: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TraceStored {
+    topic: String,
+    queue_id: i32,
+    queue_offset: i64,
+    commitlog_offset: u64,
+    store_timestamp: i64,
+    store_host: String,
+    offset_msg_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TraceSent {
+    producer_group: String,
+    client_host: String,
+    send_timestamp: i64,
+    cost_ms: i32,
+    success: bool,
+    topic: String,
+    store_host: String,
+    offset_msg_id: Option<String>,
+    msg_type: String,
+    body_length: i32,
+    region_id: String,
+    trace_commitlog_offset: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TraceConsumed {
+    group: Option<String>,
+    client_host: String,
+    request_id: String,
+    begin_timestamp: Option<i64>,
+    retry_times: Option<i32>,
+    cost_ms: Option<i32>,
+    success: Option<bool>,
+    context_code: Option<i32>,
+    consume_return: Option<String>,
+    trace_commitlog_offsets: Vec<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TraceEndTransaction {
+    producer_group: String,
+    client_host: String,
+    end_timestamp: i64,
+    transaction_id: String,
+    transaction_state: String,
+    from_transaction_check: bool,
+    store_host: String,
+    msg_type: String,
+    trace_commitlog_offset: u64,
+}
+
+#[derive(Debug, Deserialize)]
 #[serde(tag = "command")]
 #[allow(clippy::large_enum_variant, dead_code)]
 enum Summary {
@@ -614,6 +693,8 @@ enum Summary {
     Offsets(OffsetsSummary),
     #[serde(rename = "config")]
     Config(ConfigSummary),
+    #[serde(rename = "trace")]
+    Trace(TraceSummary),
 }
 
 impl Summary {
@@ -637,6 +718,7 @@ impl Summary {
             Summary::Gen(_) => "gen",
             Summary::Offsets(_) => "offsets",
             Summary::Config(_) => "config",
+            Summary::Trace(_) => "trace",
         }
     }
 }
@@ -1012,6 +1094,22 @@ struct GenSummary {
     bytes: u64,
     delayed_pending: u64,
     delayed_delivered: u64,
+    trace_messages: u64,
+    trace_records: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TraceSummary {
+    trace_topic: String,
+    trace_topic_exists: bool,
+    lookup: Option<String>,
+    messages: u64,
+    trace_messages: u64,
+    records: u64,
+    undecodable: u64,
+    capped: bool,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1415,6 +1513,86 @@ fn gen_fits_the_schema() {
 }
 
 #[test]
+fn trace_fits_the_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g");
+    let r = run!(
+        "gen",
+        dir.as_os_str(),
+        "--messages",
+        "400",
+        "--traces",
+        "--json"
+    );
+    let Summary::Gen(g) = r.report("gen", &[]) else {
+        unreachable!()
+    };
+    assert!(g.trace_messages > 0 && g.trace_records > g.trace_messages);
+    let s = dir.as_os_str();
+    // a transaction's half message: sent, ended, and (committed) consumed
+    let r = run!(
+        "dump",
+        "commitlog",
+        s,
+        "--topic",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "--json"
+    );
+    let halves: Vec<String> = r
+        .messages()
+        .iter()
+        .filter_map(|m| m.uniq_key.clone())
+        .collect();
+    let mut kinds_seen = (false, false, false);
+    for id in &halves {
+        let r = run!("trace", s, "--msg-id", id, "--json");
+        let Summary::Trace(t) = r.report("trace", &["trace"]) else {
+            unreachable!()
+        };
+        assert!(
+            t.trace_topic_exists && t.messages == 1 && !t.capped,
+            "{t:?}"
+        );
+        assert_eq!(t.lookup.as_deref(), Some("index"));
+        let Line::Trace(tr) = &r.stdout[0] else {
+            unreachable!()
+        };
+        kinds_seen.0 |= !tr.sent.is_empty();
+        kinds_seen.1 |= !tr.end_transaction.is_empty();
+        kinds_seen.2 |= !tr.consumed.is_empty();
+    }
+    assert_eq!(kinds_seen, (true, true, true), "{halves:?}");
+    // by topic and time: many trace lines
+    let r = run!(
+        "trace",
+        s,
+        "--topic",
+        "PaymentTopic",
+        "--since",
+        "0",
+        "--json"
+    );
+    let Summary::Trace(t) = r.report("trace", &["trace"]) else {
+        unreachable!()
+    };
+    assert_eq!(t.lookup.as_deref(), Some("consume_queue"));
+    assert!(t.messages > 10, "{t:?}");
+    // a store without traces: only the summary, exit status 1
+    let r = run!(
+        "trace",
+        fixture("store-4.9").as_os_str(),
+        "--key",
+        "k",
+        "--json"
+    );
+    assert_eq!(r.code, 1);
+    let Summary::Trace(t) = summary_of(&r.stdout, "trace", "no trace topic") else {
+        unreachable!()
+    };
+    assert!(!t.trace_topic_exists && t.lookup.is_none());
+}
+
+#[test]
 fn the_oracle_stores_fit_the_schema() {
     let mut seen = 0;
     for name in ORACLES {
@@ -1581,6 +1759,12 @@ fn docs_name_every_field_of_every_type() {
         (t("config_entry"), fields_of::<ConfigEntry>()),
         (t("config_change"), fields_of::<ConfigChange>()),
         (sm("config"), fields_of::<ConfigSummary>()),
+        (t("trace"), fields_of::<Trace>()),
+        (t("trace"), fields_of::<TraceStored>()),
+        (t("trace"), fields_of::<TraceSent>()),
+        (t("trace"), fields_of::<TraceConsumed>()),
+        (t("trace"), fields_of::<TraceEndTransaction>()),
+        (sm("trace"), fields_of::<TraceSummary>()),
     ];
     let mut missing = Vec::new();
     for (heading, fields) in &sections {
@@ -1612,6 +1796,7 @@ fn docs_name_every_field_of_every_type() {
         "transaction",
         "pull",
         "action",
+        "trace",
         "summary",
     ] {
         section(&doc, &t(kind));

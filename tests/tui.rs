@@ -443,6 +443,61 @@ fn detail_words_flags_and_transactions() {
 }
 
 #[test]
+fn the_detail_view_has_a_trace_pane_when_the_message_was_traced() {
+    let tmp = common::scratch();
+    let dir = tmp.path().join("traced");
+    common::gen_traced_store(&dir);
+    let mut a = app(&dir);
+    // a PaymentTopic message: sent by its producer, consumed by PaymentGroup
+    let r = a
+        .reader
+        .scan(1, |m| m.topic == "PaymentTopic" && m.uniq_key().is_some());
+    let o = r.offsets[0];
+    a.open_detail(o);
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        assert!(has(&s, " trace (RMQ_SYS_TRACE_TOPIC) "), "{s:#?}");
+        assert!(has(&s, "sent      2026-"), "{s:#?}");
+        // where it is stored is the view above, not repeated
+        assert!(!has(&s, "stored    PaymentTopic"), "{s:#?}");
+        // the message itself keeps the top of the screen
+        assert!(has(&s, "topic / queue"), "{s:#?}");
+        if w == 200 {
+            assert!(
+                has(&s, "by PaymentProducerGroup from 10.1.0.21:50990"),
+                "{s:#?}"
+            );
+            assert!(
+                has(&s, "by PaymentGroup on 10.1.0.32:51001: success in"),
+                "{s:#?}"
+            );
+            assert!(has(&s, " UTC"), "{s:#?}");
+        }
+    }
+    // looked up once, then cached: redrawing and coming back cost no new lookup
+    assert_eq!(a.trace_cache.len(), 1);
+    let cached = a.trace_cache.get(&o).cloned().flatten().unwrap();
+    key(&mut a, KeyCode::Esc);
+    a.open_detail(o);
+    screen(&mut a, 80, 24);
+    assert!(std::sync::Arc::ptr_eq(
+        &cached,
+        &a.trace_cache.get(&o).cloned().flatten().unwrap()
+    ));
+    // the trace messages themselves, and a store without a trace topic: no pane
+    let t = a.reader.scan(1, |m| m.topic == "RMQ_SYS_TRACE_TOPIC");
+    a.open_detail(t.offsets[0]);
+    let s = screen(&mut a, 200, 50);
+    assert!(!has(&s, " trace ("), "{s:#?}");
+    let mut plain = app(&fixture());
+    let r = plain.reader.scan(1, |m| m.topic == "PaymentTopic");
+    plain.open_detail(r.offsets[0]);
+    let s = screen(&mut plain, 200, 50);
+    assert!(!has(&s, " trace ("), "{s:#?}");
+    assert_eq!(plain.trace_cache.len(), 1);
+}
+
+#[test]
 fn search_by_key_uniq_key_and_msg_id() {
     let mut a = app(&fixture());
     a.open_queue("PaymentTopic", 2, 3);

@@ -35,6 +35,10 @@ pub struct GenArgs {
     /// version 2 records for retry topics over 127 bytes).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
     pub message_version: u8,
+    /// Trace as clients with tracing enabled do: Pub, SubBefore/SubAfter and EndTransaction
+    /// records, batched into trace messages on RMQ_SYS_TRACE_TOPIC (see `rmqstore trace`).
+    #[arg(long)]
+    pub traces: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -60,6 +64,7 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         seed: a.seed,
         geometry,
         message_version: a.message_version,
+        traces: a.traces,
     };
     // Rough size for the progress bar: about 1 KiB per operation.
     let pb = output::progress(a.messages.saturating_mul(1100), "generating");
@@ -81,6 +86,15 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             summary.delayed_delivered,
             summary.delayed_pending
         )?;
+        if a.traces {
+            writeln!(
+                out,
+                "traces: {} trace messages holding {} records on {}",
+                summary.trace_messages,
+                summary.trace_records,
+                crate::format::trace::DEFAULT_TRACE_TOPIC
+            )?;
+        }
     }
     Ok(ExitStatus::Success)
 }

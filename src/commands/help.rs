@@ -103,6 +103,16 @@ Examples:
   rmqstore pull ~/store -g OrderGroup -t OrderTopic --commit --overlay /tmp/overlay
   rmqstore pull ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/BcastGroup -t OrderTopic --commit";
 
+pub const TRACE: &str = "\
+Exit status: 0 traces found; 1 nothing traced (also when the store has no trace topic: tracing
+was off, or --trace-topic names another); 2 could not run.
+
+Examples:
+  rmqstore trace ~/store -i 0A01001532055FFD2B270A8C3D1E0004
+  rmqstore trace ~/store -k order-33 --json
+  rmqstore trace ~/store -t OrderTopic --since 2026-11-30T10:00:00Z
+  rmqstore trace ~/store -i C0A8000A00002A9F00000000000090FC --trace-topic MyTraceTopic";
+
 pub const PENDING: &str = "\
 Exit status: 0 printed; 2 could not run (an unknown group is an error, with the close names; a
 --client-dir that is not a <clientId>/<group> folder, or whose offsets.json and .bak are broken).
@@ -219,6 +229,7 @@ pub const ALL: &[&str] = &[
     QUERY,
     INFO,
     PULL,
+    TRACE,
     PENDING,
     REBUILD,
     REPAIR,

@@ -22,6 +22,7 @@ pub mod query;
 pub mod rebuild;
 pub mod repair;
 pub mod replay;
+pub mod trace;
 pub mod tui;
 pub mod verify;
 
@@ -73,6 +74,9 @@ pub enum Command {
     /// Pull messages as a consumer group would, with the broker's answer (status, offsets).
     #[command(after_help = help::PULL)]
     Pull(pull::PullArgs),
+    /// What message traces say: who sent a message, where it was stored, who consumed it.
+    #[command(after_help = help::TRACE)]
+    Trace(trace::TraceArgs),
     /// What is waiting: unconsumed messages, retries, delayed messages, DLQs, transactions.
     #[command(after_help = help::PENDING)]
     Pending(pending::PendingArgs),
@@ -160,6 +164,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Query(a) => query::run(&a, &mut out),
         Command::Info(a) => info::run(&a, &mut out),
         Command::Pull(a) => pull::run(&a, &mut out),
+        Command::Trace(a) => trace::run(&a, &mut out),
         Command::Pending(a) => pending::run(&a, &mut out),
         Command::Rebuild(a) => rebuild::run(&a, &mut out),
         Command::Repair(a) => repair::run(&a, &mut out),

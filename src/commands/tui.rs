@@ -23,6 +23,9 @@ or id, g goes to a queue offset or a time, n/N step through messages, o opens th
 pub struct TuiArgs {
     /// The store root.
     pub store: PathBuf,
+    /// The topic the clients wrote their message traces to (the detail view's trace pane).
+    #[arg(long, value_name = "NAME", default_value = crate::format::trace::DEFAULT_TRACE_TOPIC)]
+    pub trace_topic: String,
     #[command(flatten)]
     pub geometry: GeometryArgs,
 }
@@ -36,6 +39,8 @@ pub fn run(a: &TuiArgs, _out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         );
     }
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
-    crate::tui::run(crate::tui::App::new(store))?;
+    let mut app = crate::tui::App::new(store);
+    app.trace_topic = a.trace_topic.clone();
+    crate::tui::run(app)?;
     Ok(ExitStatus::Success)
 }

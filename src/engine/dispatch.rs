@@ -134,6 +134,7 @@ pub fn is_system_topic(topic: &str) -> bool {
         || topic.starts_with(RETRY_PREFIX)
         || topic.starts_with(DLQ_PREFIX)
         || topic.starts_with("rmq_sys_")
+        || topic == crate::format::trace::DEFAULT_TRACE_TOPIC
 }
 
 #[cfg(test)]

@@ -6,6 +6,16 @@
 //! consumer send-backs to %RETRY% and %DLQ%, transaction half, commit, rollback and op messages,
 //! and PREPARED/ROLLBACK-type records of old brokers. Then it writes the config files a broker
 //! would: consumer offsets for several groups, delay offsets, topics and subscription groups.
+//!
+//! With [`GenOptions::traces`] the clients also trace, as 4.9 clients with tracing enabled do
+//! (`AsyncTraceDispatcher`): the producers write a `Pub` record per message they send (delayed
+//! ones as `Delay_Msg`, transaction halves as `Trans_Msg_Half`) and an `EndTransaction` record
+//! per transaction they end; PaymentGroup and AuditGroup write `SubBefore`/`SubAfter` for what
+//! their committed offsets say they consumed, and OrderGroup for the messages it failed and
+//! sent back. Each client batches its records into trace messages on `RMQ_SYS_TRACE_TOPIC` (one
+//! queue, as the broker creates it) by count, size and age, with the traced ids and keys as
+//! KEYS and bodies over 4 KiB compressed, as the trace producer does. Batches are not traced.
+//! The tracing draws from its own random sequence, so everything else is the same as without.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -24,6 +34,11 @@ use crate::format::config::files::{
 use crate::format::error::{Error, Result};
 use crate::format::geometry::Geometry;
 use crate::format::msgid::to_hex;
+use crate::format::trace::{
+    encode_body, trace_keys, BodyBatcher, EndTransactionRecord, MessageType, PubRecord,
+    SubAfterRecord, SubBeforeRecord, TraceRecord, TransactionState, DEFAULT_REGION_ID,
+    DEFAULT_TRACE_TOPIC,
+};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -34,6 +49,8 @@ pub struct GenOptions {
     /// 1: a 4.9-style broker (no trailing property separator, WAIT dropped). 2: a 5.x broker
     /// (trailing separator, WAIT kept, a group name long enough for version 2 retry records).
     pub message_version: u8,
+    /// Write the clients' message traces to `RMQ_SYS_TRACE_TOPIC` (see the module doc).
+    pub traces: bool,
 }
 
 /// What was generated.
@@ -43,11 +60,23 @@ pub struct GenSummary {
     pub bytes: u64,
     pub delayed_pending: u64,
     pub delayed_delivered: u64,
+    /// Trace messages written (with `traces`).
+    pub trace_messages: u64,
+    /// Trace records in them.
+    pub trace_records: u64,
 }
 
 /// The ordinary topics and their consumer groups.
 pub const TOPICS: [&str; 3] = ["OrderTopic", "PaymentTopic", "AuditTopic"];
 pub const GROUPS: [&str; 3] = ["OrderGroup", "PaymentGroup", "AuditGroup"];
+/// The producer group sending to each of [`TOPICS`] (in trace records).
+pub const PRODUCER_GROUPS: [&str; 3] = [
+    "OrderProducerGroup",
+    "PaymentProducerGroup",
+    "AuditProducerGroup",
+];
+/// The transactional producer's group.
+pub const TX_PRODUCER_GROUP: &str = "TxProducerGroup";
 const QUEUES: i32 = 4;
 const START_MS: i64 = 1_796_000_000_000;
 const DELAY_LEVELS: [i32; 6] = [1, 2, 3, 5, 10, 18];
@@ -114,6 +143,50 @@ struct Gen<'a> {
     compressor: Compressor,
     /// Compressed bodies by algorithm (`Compression as usize`), see `compressed_body`.
     compressed_pool: [Vec<Vec<u8>>; 3],
+    trace: Option<TraceGen>,
+    /// A trace write that failed inside a hook, returned by the next flush.
+    trace_error: Option<Error>,
+}
+
+/// The index of an ordinary topic in [`TOPICS`].
+fn t_index(topic: &str) -> Option<usize> {
+    TOPICS.iter().position(|t| *t == topic)
+}
+
+/// The tracing clients: their own random sequence and one dispatcher each.
+struct TraceGen {
+    rng: Rng,
+    /// 0: the producers' dispatcher; 1 + i: the dispatcher of consumer group `GROUPS[i]`.
+    dispatchers: Vec<(Host, BodyBatcher)>,
+    uniq_counter: u16,
+}
+
+/// What a trace record says about a message, taken before it is stored.
+struct Traced {
+    topic: String,
+    msg_id: String,
+    tags: String,
+    keys: String,
+    born: i64,
+    body_len: i32,
+    reconsume_times: i32,
+}
+
+impl Traced {
+    /// `topic` is the one the client sent to (a half message's real topic).
+    fn of(m: &Message, topic: &str) -> Self {
+        let p = m.properties();
+        let or_null = |k| p.get(k).map_or("null".to_string(), |v| v.into_owned());
+        Traced {
+            topic: topic.to_string(),
+            msg_id: or_null(prop::UNIQ_KEY),
+            tags: or_null(prop::TAGS),
+            keys: or_null(prop::KEYS),
+            born: m.born_timestamp,
+            body_len: m.body.len() as i32,
+            reconsume_times: m.reconsume_times,
+        }
+    }
 }
 
 impl<'a> Gen<'a> {
@@ -251,7 +324,12 @@ impl<'a> Gen<'a> {
                 m.topic = real_topic;
                 m.queue_id = real_qid;
                 m.store_timestamp = self.tick();
-                self.put(m)?;
+                let traced = self.trace.is_some().then(|| Traced::of(&m, &m.topic));
+                let queue = m.queue_id;
+                let a = self.put(m)?;
+                if let Some(t) = traced {
+                    self.trace_if_consumed(&t, queue, a.queue_offset);
+                }
                 self.delivered_upto[level] += 1;
                 self.summary.delayed_delivered += 1;
             }
@@ -259,8 +337,14 @@ impl<'a> Gen<'a> {
         Ok(())
     }
 
-    /// Park a message in SCHEDULE_TOPIC_XXXX (the broker's delay-level rewrite).
-    fn park(&mut self, mut m: Message, level: i32, extra: Vec<(String, String)>) -> Result<()> {
+    /// Park a message in SCHEDULE_TOPIC_XXXX (the broker's delay-level rewrite); the offset
+    /// message id of the parked record.
+    fn park(
+        &mut self,
+        mut m: Message,
+        level: i32,
+        extra: Vec<(String, String)>,
+    ) -> Result<Option<String>> {
         let mut pairs: Vec<(String, String)> = m
             .properties()
             .iter()
@@ -277,11 +361,11 @@ impl<'a> Gen<'a> {
         m.store_timestamp = self.clock;
         let due = self.clock + self.opts.geometry.delay_millis(level).unwrap_or(1000);
         let parked = m.clone();
-        self.put(m)?;
+        let a = self.put(m)?;
         if let Some(q) = self.parked.get_mut((level - 1) as usize) {
             q.push_back((due, parked));
         }
-        Ok(())
+        Ok(Some(a.msg_id))
     }
 
     fn normal(&mut self, i: u64) -> Result<()> {
@@ -339,11 +423,21 @@ impl<'a> Gen<'a> {
         m.sys_flag |= flag_bits;
         if i % 37 == 5 {
             let level = DELAY_LEVELS[self.rng.below(DELAY_LEVELS.len() as u64) as usize];
-            return self.park(m, level, Vec::new());
+            let traced = self.trace.is_some().then(|| Traced::of(&m, topic));
+            let parked = self.park(m, level, Vec::new())?;
+            if let (Some(tr), Some(id)) = (traced, parked) {
+                self.trace_pub(&tr, &id, MessageType::Delay, PRODUCER_GROUPS[t]);
+            }
+            return Ok(());
         }
         let keep = topic == TOPICS[0] && self.sent_back_pool.len() < 64;
         let copy = keep.then(|| m.clone());
+        let traced = self.trace.is_some().then(|| Traced::of(&m, topic));
         let a = self.put(m)?;
+        if let Some(tr) = traced {
+            self.trace_pub(&tr, &a.msg_id, MessageType::Normal, PRODUCER_GROUPS[t]);
+            self.trace_if_consumed(&tr, queue, a.queue_offset);
+        }
         if let Some(m) = copy {
             self.sent_back_pool.push_back((
                 a.msg_id,
@@ -402,6 +496,9 @@ impl<'a> Gen<'a> {
         pairs.push((prop::ORIGIN_MESSAGE_ID.into(), msg_id));
         pairs.push((prop::WAIT.into(), "false".into()));
         let to_dlq = self.rng.below(4) == 0;
+        if self.trace.is_some() {
+            self.trace_consume(&Traced::of(&orig, &orig.topic), 0, false);
+        }
         let mut m = orig.clone();
         m.reconsume_times = orig.reconsume_times + 1;
         m.store_timestamp = self.clock;
@@ -439,6 +536,10 @@ impl<'a> Gen<'a> {
         let props = self.props(pairs);
         let m = self.base_message(TRANS_HALF_TOPIC, 0, body, props);
         let a = self.put(m.clone())?;
+        if self.trace.is_some() {
+            let t = Traced::of(&m, TOPICS[1]);
+            self.trace_pub(&t, &a.msg_id, MessageType::TransHalf, TX_PRODUCER_GROUP);
+        }
         self.open_tx
             .push_back((a.wrote_offset as i64, a.queue_offset, m));
         Ok(())
@@ -448,8 +549,15 @@ impl<'a> Gen<'a> {
         let Some((half_offset, half_qo, half)) = self.open_tx.pop_front() else {
             return Ok(());
         };
+        let traced = self.trace.is_some().then(|| Traced::of(&half, TOPICS[1]));
         match self.rng.below(5) {
-            0 => return Ok(()), // left unresolved
+            0 => {
+                // left unresolved: the local transaction answered UNKNOW
+                if let Some(t) = traced {
+                    self.trace_end(&t, TransactionState::Unknown);
+                }
+                return Ok(());
+            }
             1 | 2 => {
                 // commit: the real message, COMMIT type, pointing at the half record
                 let p = half.properties();
@@ -470,8 +578,18 @@ impl<'a> Gen<'a> {
                 m.prepared_transaction_offset = half_offset;
                 m.store_timestamp = self.clock;
                 self.put(m)?;
+                if let Some(t) = &traced {
+                    self.trace_end(t, TransactionState::Commit);
+                    // PaymentGroup consumes everything on PaymentTopic
+                    self.trace_consume(t, 1, true);
+                }
             }
-            _ => {} // rollback: only the op message
+            _ => {
+                // rollback: only the op message
+                if let Some(t) = &traced {
+                    self.trace_end(t, TransactionState::Rollback);
+                }
+            }
         }
         let mut pairs = vec![(prop::TAGS.to_string(), "d".to_string())];
         if !self.v5() {
@@ -486,6 +604,207 @@ impl<'a> Gen<'a> {
         let props = self.props(pairs);
         let op = self.base_message(TRANS_OP_HALF_TOPIC, 0, body, props);
         self.put(op)?;
+        Ok(())
+    }
+
+    // ----------------------------------------------------------------------------------------
+    // Tracing clients
+
+    /// The trace producer's UNIQ_KEY (its own process id and counter).
+    fn trace_uniq_key(&mut self) -> String {
+        let Some(tr) = self.trace.as_mut() else {
+            return String::new();
+        };
+        let mut b = vec![10, 1, 0, 21];
+        b.extend_from_slice(&0x3206u16.to_be_bytes());
+        b.extend_from_slice(&0x1A2B_3C4Du32.to_be_bytes());
+        let in_month = (self.clock - 1_793_491_200_000).rem_euclid(1 << 32) as u32;
+        b.extend_from_slice(&in_month.to_be_bytes());
+        b.extend_from_slice(&tr.uniq_counter.to_be_bytes());
+        tr.uniq_counter = tr.uniq_counter.wrapping_add(1);
+        to_hex(&b)
+    }
+
+    /// Hand a record to dispatcher `d`; a full body is written at once.
+    fn trace_push(&mut self, d: usize, r: TraceRecord) -> Result<()> {
+        let now = self.clock;
+        let full = self
+            .trace
+            .as_mut()
+            .and_then(|tr| tr.dispatchers.get_mut(d))
+            .and_then(|(_, b)| b.push(r, now));
+        match full {
+            Some(records) => self.trace_write(d, records),
+            None => Ok(()),
+        }
+    }
+
+    /// `SendMessageTraceHookImpl`: the producer's record of a send the broker stored.
+    fn trace_pub(&mut self, t: &Traced, offset_msg_id: &str, mt: MessageType, group: &str) {
+        let Some(tr) = self.trace.as_mut() else {
+            return;
+        };
+        let cost = (self.clock - t.born).max(0) as i32 + tr.rng.below(3) as i32;
+        let r = TraceRecord::Pub(PubRecord {
+            timestamp: t.born,
+            region_id: DEFAULT_REGION_ID.into(),
+            group: group.into(),
+            topic: t.topic.clone(),
+            msg_id: t.msg_id.clone(),
+            tags: t.tags.clone(),
+            keys: t.keys.clone(),
+            store_host: self.store_host.to_string(),
+            body_length: t.body_len,
+            cost_time: cost,
+            msg_type: mt,
+            offset_msg_id: Some(offset_msg_id.into()),
+            success: true,
+            client_host: None,
+        });
+        self.trace_deferred(0, r);
+    }
+
+    /// `ConsumeMessageTraceHookImpl`: group `GROUPS[g]` ran its listener on the message.
+    fn trace_consume(&mut self, t: &Traced, g: usize, success: bool) {
+        let request_id = self.trace_uniq_key();
+        let Some(tr) = self.trace.as_mut() else {
+            return;
+        };
+        let begin = self.clock + tr.rng.below(5) as i64;
+        let cost = 1 + tr.rng.below(40) as i32;
+        let before = TraceRecord::SubBefore(SubBeforeRecord {
+            timestamp: begin,
+            region_id: DEFAULT_REGION_ID.into(),
+            group: GROUPS[g].into(),
+            request_id: request_id.clone(),
+            msg_id: t.msg_id.clone(),
+            retry_times: t.reconsume_times,
+            keys: t.keys.clone(),
+        });
+        let after = TraceRecord::SubAfter(SubAfterRecord {
+            request_id,
+            msg_id: t.msg_id.clone(),
+            cost_time: cost,
+            success,
+            keys: t.keys.clone(),
+            // ConsumeReturnType: SUCCESS, or FAILED for RECONSUME_LATER
+            context_code: Some(if success { 0 } else { 4 }),
+            timestamp: Some(begin),
+            group: Some(GROUPS[g].into()),
+        });
+        self.trace_deferred(1 + g, before);
+        self.trace_deferred(1 + g, after);
+    }
+
+    /// PaymentGroup consumed everything on PaymentTopic, AuditGroup the first `q * 10` of each
+    /// AuditTopic queue (their committed offsets, `write_configs`).
+    fn trace_if_consumed(&mut self, t: &Traced, queue: i32, queue_offset: i64) {
+        let consumed = match t_index(&t.topic) {
+            Some(1) => Some(1),
+            Some(2) if queue_offset < queue as i64 * 10 => Some(2),
+            _ => None,
+        };
+        if let Some(g) = consumed {
+            self.trace_consume(t, g, true);
+        }
+    }
+
+    /// `EndTransactionTraceHookImpl`.
+    fn trace_end(&mut self, t: &Traced, state: TransactionState) {
+        let r = TraceRecord::EndTransaction(EndTransactionRecord {
+            timestamp: self.clock,
+            region_id: DEFAULT_REGION_ID.into(),
+            group: TX_PRODUCER_GROUP.into(),
+            topic: t.topic.clone(),
+            msg_id: t.msg_id.clone(),
+            tags: t.tags.clone(),
+            keys: t.keys.clone(),
+            store_host: self.store_host.to_string(),
+            msg_type: MessageType::TransCommit,
+            transaction_id: t.msg_id.clone(),
+            transaction_state: state,
+            from_transaction_check: false,
+        });
+        self.trace_deferred(0, r);
+    }
+
+    /// Queue a record; a write error is kept for the next flush to return (the hooks cannot
+    /// fail, as the client's cannot).
+    fn trace_deferred(&mut self, d: usize, r: TraceRecord) {
+        if let Err(e) = self.trace_push(d, r) {
+            self.trace_error.get_or_insert(e);
+        }
+    }
+
+    /// Send what each dispatcher has held for `WAIT_TIME_THRESHOLD_MS`; `all` at shutdown.
+    fn trace_flush(&mut self, all: bool) -> Result<()> {
+        if let Some(e) = self.trace_error.take() {
+            return Err(e);
+        }
+        let now = self.clock;
+        let n = self.trace.as_ref().map_or(0, |t| t.dispatchers.len());
+        for d in 0..n {
+            let due = self
+                .trace
+                .as_mut()
+                .and_then(|tr| tr.dispatchers.get_mut(d))
+                .and_then(|(_, b)| if all { Some(b.take()) } else { b.due(now) });
+            if let Some(records) = due.filter(|r| !r.is_empty()) {
+                self.trace_write(d, records)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One trace message (`AsyncDataSendTask.sendTraceDataByMQ`).
+    fn trace_write(&mut self, d: usize, records: Vec<TraceRecord>) -> Result<()> {
+        let Some(born_host) = self
+            .trace
+            .as_ref()
+            .and_then(|tr| tr.dispatchers.get(d))
+            .map(|(h, _)| *h)
+        else {
+            return Ok(());
+        };
+        let plain = encode_body(&records);
+        let keys = trace_keys(&records).join(" ");
+        // DefaultMQProducer.compressMsgBodyOverHowmuch: 4 KiB
+        let (body, flag) = if plain.len() > 4096 {
+            let c = self
+                .compressor
+                .compress(Compression::Zlib, &plain)
+                .map_err(|e| Error::io(self.w.root(), e))?;
+            (c, Compression::Zlib.sys_flag_bits())
+        } else {
+            (plain, 0)
+        };
+        let uniq = self.trace_uniq_key();
+        let props = self.props(vec![
+            (prop::KEYS.into(), keys),
+            (prop::UNIQ_KEY.into(), uniq),
+            (prop::WAIT.into(), "true".into()),
+            (prop::CLUSTER.into(), "DefaultCluster".into()),
+        ]);
+        let m = Message {
+            topic: DEFAULT_TRACE_TOPIC.to_string(),
+            queue_id: 0,
+            flag: 0,
+            queue_offset: 0,
+            physical_offset: 0,
+            sys_flag: flag,
+            born_timestamp: self.clock - 1,
+            born_host,
+            store_timestamp: self.clock,
+            store_host: self.store_host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body,
+            properties: props,
+            version: MessageVersion::for_topic(DEFAULT_TRACE_TOPIC),
+        };
+        self.put(m)?;
+        self.summary.trace_messages += 1;
+        self.summary.trace_records += records.len() as u64;
         Ok(())
     }
 
@@ -540,6 +859,15 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
         long_group: format!("LongGroup{}", "x".repeat(125)),
         compressor: Compressor::default(),
         compressed_pool: Default::default(),
+        trace: opts.traces.then(|| TraceGen {
+            rng: Rng(opts.seed ^ 0x0007_1ACE_D15C),
+            dispatchers: std::iter::once(Host::v4([10, 1, 0, 21], 50990))
+                .chain((0..GROUPS.len()).map(|i| Host::v4([10, 1, 0, 31 + i as u8], 51001)))
+                .map(|h| (h, BodyBatcher::new()))
+                .collect(),
+            uniq_counter: 0,
+        }),
+        trace_error: None,
     };
     let mut i = 0u64;
     while i < opts.messages {
@@ -554,6 +882,7 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
             97 if i % 900 == 97 => g.typed_transaction(true)?,
             _ => g.normal(i)?,
         }
+        g.trace_flush(false)?;
         i += 1;
         if i.is_multiple_of(1024) {
             progress(g.summary.bytes);
@@ -564,7 +893,9 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
     while g.clock < stop {
         g.clock += 500;
         g.deliver_due()?;
+        g.trace_flush(false)?;
     }
+    g.trace_flush(true)?;
     g.summary.delayed_pending = g.parked.iter().map(|q| q.len() as u64).sum();
     write_configs(&g)?;
     let Gen { w, summary, .. } = g;
@@ -630,6 +961,13 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
     topics.insert(sched);
     for t in [TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC] {
         let mut c = TopicConfig::new(t);
+        c.read_queue_nums = 1;
+        c.write_queue_nums = 1;
+        topics.insert(c);
+    }
+    if g.trace.is_some() {
+        // TopicConfigManager with traceTopicEnable: one queue
+        let mut c = TopicConfig::new(DEFAULT_TRACE_TOPIC);
         c.read_queue_nums = 1;
         c.write_queue_nums = 1;
         topics.insert(c);

@@ -28,6 +28,7 @@ pub mod schedule;
 pub mod sql;
 pub mod store;
 pub mod timer;
+pub mod trace;
 pub mod transaction;
 pub mod verify;
 pub mod writer;

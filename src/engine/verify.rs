@@ -1354,7 +1354,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             None => return,
         };
         ix.prefetch_ahead(c);
-        let mut matched: u64 = 0;
+        let mut matched = KeyBits::new(keys.len());
         while let Some(e) = ix.entry(c) {
             if e.phy_offset > x {
                 break;
@@ -1369,10 +1369,10 @@ impl<'c, 'a> SegState<'c, 'a> {
                 let free = keys
                     .iter()
                     .enumerate()
-                    .position(|(i, h)| *h == e.key_hash && i < 64 && matched & (1 << i) == 0);
+                    .position(|(i, h)| *h == e.key_hash && !matched.get(i));
                 match free {
                     Some(i) => {
-                        matched |= 1 << i;
+                        matched.set(i);
                         self.time_check(ix, c, &e, m);
                     }
                     None if keys.contains(&e.key_hash) => self.idx.duplicates += 1,
@@ -1398,7 +1398,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         };
         let mut texts: Option<Vec<String>> = None;
         for i in 0..keys.len() {
-            if i < 64 && matched & (1 << i) != 0 {
+            if matched.get(i) {
                 continue;
             }
             if !covered {
@@ -3814,6 +3814,40 @@ fn entries_outside_commitlog(store: &Store, ix: &IndexStream, f: &IdxFile) -> Ve
         );
     }
     out
+}
+
+/// Which of a record's index keys an entry was found for: a word for the usual few keys, and a
+/// list only for records with more than 64 (a trace message carries every traced id and key).
+struct KeyBits {
+    low: u64,
+    high: Vec<bool>,
+}
+
+impl KeyBits {
+    fn new(n: usize) -> Self {
+        KeyBits {
+            low: 0,
+            high: vec![false; n.saturating_sub(64)],
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        match i.checked_sub(64) {
+            None => self.low & (1 << i) != 0,
+            Some(j) => self.high.get(j).copied().unwrap_or(false),
+        }
+    }
+
+    fn set(&mut self, i: usize) {
+        match i.checked_sub(64) {
+            None => self.low |= 1 << i,
+            Some(j) => {
+                if let Some(b) = self.high.get_mut(j) {
+                    *b = true;
+                }
+            }
+        }
+    }
 }
 
 fn index_findings(

@@ -22,6 +22,7 @@ pub mod layout;
 pub mod mapped;
 pub mod msgid;
 pub mod timer;
+pub mod trace;
 
 pub use error::{Error, ErrorKind, ParseError, Result};
 pub use mapped::Mapped;

@@ -172,6 +172,10 @@ pub struct App {
     /// Lines the detail view can scroll (set by the UI each frame).
     pub detail_max_scroll: u16,
     pub body_view: BodyView,
+    /// The topic the clients' traces are in (`--trace-topic`).
+    pub trace_topic: String,
+    /// Traces per message (commitlog offset), looked up when its detail is first drawn.
+    pub trace_cache: HashMap<u64, Option<Arc<crate::engine::trace::TraceReport>>>,
     pub groups: Vec<GroupRow>,
     pub group_summaries: Vec<GroupSummary>,
     pub summary_sel: usize,
@@ -259,6 +263,8 @@ impl App {
             help_max_scroll: u16::MAX,
             detail_max_scroll: u16::MAX,
             body_view: BodyView::Text,
+            trace_topic: crate::format::trace::DEFAULT_TRACE_TOPIC.to_string(),
+            trace_cache: HashMap::new(),
             groups: view.groups,
             group_summaries: view.summaries,
             summary_sel: 0,

@@ -1,8 +1,9 @@
 //! The message detail screen: every header field, properties, the body as text, pretty JSON or
 //! hex (decompressed when compressed), what delay/retry/transaction properties mean, and the raw
-//! record in hex with each header field marked and the bytes a health finding names highlighted.
+//! record in hex with each header field marked and the bytes a health finding names highlighted;
+//! below it, when the clients traced the message, the trace pane (`traces`).
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
@@ -10,6 +11,7 @@ use ratatui::Frame;
 
 use super::app::{App, BodyView};
 use super::time::format_utc as time;
+use super::traces::pane_lines;
 use super::ui::wrap;
 use crate::engine::dispatch::{
     DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
@@ -411,6 +413,36 @@ pub fn hex_lines(
 /// changes the view's length).
 pub fn draw(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     let Some(o) = app.detail_offset else { return };
+    let area = match app.message_trace(o) {
+        Some(r) => {
+            let lines = wrap(pane_lines(&r, o), area.width.saturating_sub(2));
+            // the message keeps at least two thirds of the screen
+            let want = lines.len() as u16 + 2;
+            let h = want.min(area.height / 3).max(3.min(area.height));
+            let [main, pane] =
+                Layout::vertical([Constraint::Min(0), Constraint::Length(h)]).areas(area);
+            let room = h.saturating_sub(2) as usize;
+            let mut shown = lines;
+            if shown.len() > room && room > 0 {
+                let more = shown.len() - (room - 1);
+                shown.truncate(room - 1);
+                let id = r.traces.first().map_or("", |t| t.msg_id.as_str());
+                shown.push(Line::from(format!(
+                    "(+{more} lines: rmqstore trace -i {id} prints them all)"
+                )));
+            }
+            f.render_widget(
+                Paragraph::new(shown).block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .title(format!(" trace ({}) ", r.trace_topic)),
+                ),
+                pane,
+            );
+            main
+        }
+        None => area,
+    };
     let inner_width = area.width.saturating_sub(2);
     let inner_height = area.height.saturating_sub(2) as usize;
     let lines = wrap(lines(app, o), inner_width);

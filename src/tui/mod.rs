@@ -1,6 +1,6 @@
 //! `rmqstore tui`: a read-only terminal browser for support engineers. `app` holds the state and
 //! what keys do (with `lists`, `queue_list`, `actions`, and `paging`, `filter` and `model`
-//! behind them), `ui`, `detail` and `health` draw it
+//! behind them), `ui`, `detail` and `health` draw it (`traces` gives the detail its trace pane)
 //! (`columns` sizes lists, `keys` names the keys); this module owns the terminal and the event
 //! loop, does what only the terminal can (clipboard, pager), and always restores the terminal
 //! (also on panic).
@@ -18,6 +18,7 @@ pub mod model;
 pub mod paging;
 pub mod queue_list;
 pub mod time;
+pub mod traces;
 pub mod ui;
 
 use std::io::{stdout, Write};

@@ -343,3 +343,29 @@ pub fn scratch() -> tempfile::TempDir {
     }
     tempfile::tempdir().unwrap()
 }
+
+/// Arguments of the traced store the trace tests share: the small geometry of the fixtures,
+/// with the clients' message traces.
+pub const TRACED_GEN_ARGS: [&str; 11] = [
+    "--messages",
+    "1200",
+    "--commitlog-file-size",
+    "262144",
+    "--cq-file-units",
+    "100",
+    "--index-slots",
+    "64",
+    "--index-entries",
+    "256",
+    "--traces",
+];
+
+/// Write the traced store (`gen` with [`TRACED_GEN_ARGS`]) into `dir`.
+pub fn gen_traced_store(dir: &Path) {
+    bin()
+        .arg("gen")
+        .arg(dir)
+        .args(TRACED_GEN_ARGS)
+        .assert()
+        .success();
+}
