@@ -1475,15 +1475,21 @@ fn timer_messages_pending_and_delivered_equal_the_java_answers() {
         .iter()
         .all(|m| m.state != TimerState::RolledOver));
     assert_eq!(report.unreadable, 0);
-    let by_topic = report.pending_by_topic();
+    let counts = report.counts(java["shutdownStatus"]["now"].as_i64().unwrap());
+    let by_topic: Vec<(&str, usize)> = counts
+        .topics
+        .iter()
+        .map(|t| (t.topic.as_str(), t.pending))
+        .collect();
     assert_eq!(
         by_topic,
-        vec![
-            ("TopicA".to_string(), 22),
-            ("TopicB".to_string(), 21),
-            ("TopicC".to_string(), 21)
-        ]
+        vec![("TopicA", 22), ("TopicB", 21), ("TopicC", 21)]
     );
+    assert_eq!(
+        (counts.pending, counts.rolled, counts.delivered),
+        (64, 16, 65)
+    );
+    assert_eq!(counts.due_now, 0);
 }
 
 #[test]

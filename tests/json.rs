@@ -40,6 +40,10 @@ enum Line {
     ConfigEntry(ConfigEntry),
     ConfigChange(ConfigChange),
     Trace(Trace),
+    TimerUnit(TimerUnit),
+    TimerSlot(TimerSlot),
+    Timercheck(Timercheck),
+    Timers(Timers),
     Summary(Summary),
 }
 
@@ -65,6 +69,10 @@ impl Line {
             Line::ConfigEntry(_) => "config_entry",
             Line::ConfigChange(_) => "config_change",
             Line::Trace(_) => "trace",
+            Line::TimerUnit(_) => "timer_unit",
+            Line::TimerSlot(_) => "timer_slot",
+            Line::Timercheck(_) => "timercheck",
+            Line::Timers(_) => "timers",
             Line::Summary(_) => "summary",
         }
     }
@@ -352,6 +360,7 @@ struct Info {
     delayed: Vec<InfoDelayLevel>,
     retry_dlq: Vec<InfoRetryDlq>,
     transactions: InfoTransactions,
+    timers: Option<TimerCounts>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -695,6 +704,174 @@ enum Summary {
     Config(ConfigSummary),
     #[serde(rename = "trace")]
     Trace(TraceSummary),
+    #[serde(rename = "dump timerlog")]
+    DumpTimerlog(DumpTimerlogSummary),
+    #[serde(rename = "dump timerwheel")]
+    DumpTimerwheel(DumpTimerwheelSummary),
+    #[serde(rename = "dump timercheck")]
+    DumpTimercheck(DumpCheckpointSummary),
+}
+
+// 5.x timer files and messages
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimerUnit {
+    timerlog_position: u64,
+    prev_position: i64,
+    magic: i32,
+    roll: bool,
+    delete: bool,
+    enqueue_timestamp: i64,
+    slot_timestamp: i64,
+    commitlog_offset: i64,
+    size: i32,
+    real_topic_hash: i32,
+    real_topic: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimerSlot {
+    slot: u64,
+    slot_timestamp: i64,
+    first_position: i64,
+    last_position: i64,
+    num: i32,
+    magic: i32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Timercheck {
+    file: String,
+    last_read_timestamp: i64,
+    last_timerlog_flush_position: i64,
+    last_timer_queue_offset: i64,
+    master_timer_queue_offset: i64,
+    data_version: TimerDataVersion,
+    timing_counts: Option<Vec<TimingCount>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimerDataVersion {
+    state_version: i64,
+    timestamp: i64,
+    counter: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimingCount {
+    topic: String,
+    count: i64,
+    timestamp: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimerCounts {
+    read_timestamp: i64,
+    pending: u64,
+    rolled: u64,
+    delivered: u64,
+    due_now: u64,
+    next_release_timestamp: Option<i64>,
+    last_release_timestamp: Option<i64>,
+    topics: Vec<TopicTimers>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TopicTimers {
+    topic: String,
+    pending: u64,
+}
+
+/// `pending`'s `timers` line: the counts, flattened, and the messages listed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Timers {
+    read_timestamp: i64,
+    pending: u64,
+    rolled: u64,
+    delivered: u64,
+    due_now: u64,
+    next_release_timestamp: Option<i64>,
+    last_release_timestamp: Option<i64>,
+    topics: Vec<TopicTimers>,
+    messages: Vec<TimerMessage>,
+    not_listed: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimerMessage {
+    state: String,
+    uniq_key: Option<String>,
+    real_topic: Option<String>,
+    real_queue_id: Option<i32>,
+    timer_out_timestamp: i64,
+    release_timestamp: i64,
+    requested: std::collections::BTreeMap<String, String>,
+    roll_times: i32,
+    commitlog_offset: i64,
+    queue_offset: i64,
+    store_timestamp: i64,
+    unit: Option<TimerUnitPlace>,
+    delivered: Option<TimerCopy>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimerUnitPlace {
+    timerlog_position: u64,
+    slot_timestamp: i64,
+    magic: i32,
+    rolled: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct TimerCopy {
+    commitlog_offset: i64,
+    topic: String,
+    queue_id: i32,
+    queue_offset: i64,
+    store_timestamp: i64,
+    dequeue_timestamp: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DumpTimerlogSummary {
+    files: u64,
+    file_size: u64,
+    units: u64,
+    data_end: u64,
+    problem: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DumpTimerwheelSummary {
+    slots: u64,
+    non_empty_slots: u64,
+    messages: i64,
 }
 
 impl Summary {
@@ -719,6 +896,9 @@ impl Summary {
             Summary::Offsets(_) => "offsets",
             Summary::Config(_) => "config",
             Summary::Trace(_) => "trace",
+            Summary::DumpTimerlog(_) => "dump timerlog",
+            Summary::DumpTimerwheel(_) => "dump timerwheel",
+            Summary::DumpTimercheck(_) => "dump timercheck",
         }
     }
 }
@@ -914,6 +1094,7 @@ struct PendingSummary {
     delay_levels: u64,
     delayed_pending: u64,
     transactions: u64,
+    timers_pending: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1005,6 +1186,7 @@ struct ReplayStats {
     interrupted: u64,
     unreadable: u64,
     delayed_delivered: u64,
+    timers_delivered: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1629,6 +1811,48 @@ fn the_oracle_stores_fit_the_schema() {
     }
 }
 
+#[test]
+fn the_timer_files_and_messages_fit_the_schema() {
+    let Some(dir) = oracle("timer-5.x") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "oracle timer-5.x is missing under CI"
+        );
+        return;
+    };
+    let store = dir.join("store");
+    let s = store.as_os_str();
+    let r = run!("dump", "timerlog", s, "--json");
+    r.report("dump timerlog", &["timer_unit"]);
+    assert_eq!(r.stdout.len(), 130);
+    let r = run!("dump", "timerwheel", s, "--json");
+    r.report("dump timerwheel", &["timer_slot"]);
+    let r = run!("dump", "timercheck", s, "--json");
+    r.report("dump timercheck", &["timercheck"]);
+    let r = run!(
+        "pending",
+        s,
+        "--json",
+        "--all",
+        "--now",
+        "2026-12-01T00:00:00Z"
+    );
+    r.report("pending", &["group", "timers"]);
+    let timers = r.stdout.iter().find_map(|l| match l {
+        Line::Timers(t) => Some(t),
+        _ => None,
+    });
+    let t = timers.expect("a timers line");
+    assert_eq!((t.pending, t.delivered, t.rolled), (64, 65, 16));
+    assert_eq!(t.messages.len(), 64);
+    let r = run!("info", s, "--json");
+    r.report("info", &["info"]);
+    let Some(Line::Info(i)) = r.stdout.first() else {
+        panic!("no info line")
+    };
+    assert_eq!(i.timers.as_ref().map(|t| t.pending), Some(64));
+}
+
 // ---------------------------------------------------------------------------------------------
 // docs/json.md names every field
 
@@ -1765,6 +1989,20 @@ fn docs_name_every_field_of_every_type() {
         (t("trace"), fields_of::<TraceConsumed>()),
         (t("trace"), fields_of::<TraceEndTransaction>()),
         (sm("trace"), fields_of::<TraceSummary>()),
+        (t("timer_unit"), fields_of::<TimerUnit>()),
+        (t("timer_slot"), fields_of::<TimerSlot>()),
+        (t("timercheck"), fields_of::<Timercheck>()),
+        (t("timercheck"), fields_of::<TimerDataVersion>()),
+        (t("timercheck"), fields_of::<TimingCount>()),
+        (t("timers"), fields_of::<Timers>()),
+        (t("timers"), fields_of::<TopicTimers>()),
+        (t("timers"), fields_of::<TimerMessage>()),
+        (t("timers"), fields_of::<TimerUnitPlace>()),
+        (t("timers"), fields_of::<TimerCopy>()),
+        (t("info"), fields_of::<TimerCounts>()),
+        (sm("dump timerlog"), fields_of::<DumpTimerlogSummary>()),
+        (sm("dump timerwheel"), fields_of::<DumpTimerwheelSummary>()),
+        (sm("dump timercheck"), fields_of::<DumpCheckpointSummary>()),
     ];
     let mut missing = Vec::new();
     for (heading, fields) in &sections {
@@ -1797,6 +2035,10 @@ fn docs_name_every_field_of_every_type() {
         "pull",
         "action",
         "trace",
+        "timer_unit",
+        "timer_slot",
+        "timercheck",
+        "timers",
         "summary",
     ] {
         section(&doc, &t(kind));
