@@ -313,7 +313,7 @@ fn send_backs_write_what_the_java_broker_wrote() {
     let clock = FakeClock::new(T0);
     let mut e = engine_at(&dir.join("store"), None, &clock, BrokerRole::Master);
     let mut checked = 0;
-    for line in json_lines(&dir.join("manifest.jsonl")) {
+    for line in json_lines(&manifest(&dir)) {
         let kind = line["kind"].as_str().unwrap_or_default();
         if kind != "retry" && kind != "dlq" {
             continue;

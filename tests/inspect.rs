@@ -97,7 +97,7 @@ const MESSAGE_KEYS: [&str; 26] = [
 /// Compressed body sha (as stored) -> uncompressed sha, from every manifest put.
 fn uncompressed_shas(dir: &Path) -> HashMap<String, String> {
     let mut m = HashMap::new();
-    for l in json_lines(&dir.join("manifest.jsonl")) {
+    for l in json_lines(&manifest(&dir)) {
         let mut add = |v: &Value| {
             if let (Some(c), Some(u)) = (
                 v["bodySha256"].as_str(),
@@ -196,8 +196,9 @@ fn dump_commitlog_lists_the_java_dump() {
                 );
             }
         }
+        // the timer store's generator sends no compressed bodies
         assert!(
-            compressed > 10,
+            compressed > 10 || name == "timer-5.x",
             "{name}: compressed bodies seen: {compressed}"
         );
     }
@@ -409,7 +410,7 @@ fn look_message_by_offset_answers() {
 /// Every put the manifest records: (commitlog offset, offset message id, UNIQ_KEY).
 fn manifest_puts(dir: &Path, max_phy: i64) -> Vec<(i64, String, Option<String>)> {
     let mut out = Vec::new();
-    for l in json_lines(&dir.join("manifest.jsonl")) {
+    for l in json_lines(&manifest(&dir)) {
         if l["putStatus"] != "PUT_OK" {
             continue;
         }
@@ -464,7 +465,11 @@ fn every_manifest_message_is_found_by_msg_id() {
         for p in &mut puts {
             p.2 = java[&p.0].1.clone();
         }
-        assert!(puts.len() > 3000, "{name}");
+        assert!(
+            puts.len() > at_least(name, 3000),
+            "{name}: {} puts",
+            puts.len()
+        );
         // every one through the library (the UNIQ_KEY under the record's topic; the binary below
         // searches every topic)
         let store = Store::open(&dir.join("store"), &GeometryInputs::default()).unwrap();

@@ -127,7 +127,8 @@ enum Fate {
 #[derive(Debug, Clone)]
 struct ConfigWrite {
     name: &'static str,
-    text: String,
+    /// The new file (fastjson text, or the binary timer checkpoint).
+    bytes: Vec<u8>,
 }
 
 /// Everything a repair would do, worked out without writing anything.

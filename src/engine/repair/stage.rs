@@ -444,10 +444,10 @@ fn copy_config(store: &Store, stage: &Path, plan: &Plan, st: &mut Staging<'_>) -
         return Ok(());
     }
     std::fs::create_dir_all(&dst).map_err(|e| Error::io(&dst, e))?;
-    let writes: BTreeMap<&str, &str> = plan
+    let writes: BTreeMap<&str, &[u8]> = plan
         .config
         .iter()
-        .map(|w| (w.name, w.text.as_str()))
+        .map(|w| (w.name, w.bytes.as_slice()))
         .collect();
     for e in entry::list(&src)? {
         let Some(name) = e.name.clone() else { continue };
@@ -466,8 +466,8 @@ fn copy_config(store: &Store, stage: &Path, plan: &Plan, st: &mut Staging<'_>) -
             _ => {}
         }
     }
-    for (name, text) in writes {
-        write_new(&dst.join(name), text.as_bytes())?;
+    for (name, bytes) in writes {
+        write_new(&dst.join(name), bytes)?;
     }
     Ok(())
 }

@@ -83,10 +83,12 @@ fn unit_records(store: &Store, files: &TimerFiles, out: &mut Vec<Finding>) {
     let Some(log) = &files.log else { return };
     let reader = Reader::new(store);
     let cl_min = store.commitlog.min_offset() as i64;
+    let cl_end = store.commitlog.max_offset().ok().map(|e| e as i64);
     for (pos, u) in log.units() {
         if u.commitlog_offset < cl_min {
             continue;
         }
+        let gone = cl_end.is_some_and(|end| u.commitlog_offset >= end);
         let problem = match reader.message_at(u.commitlog_offset as u64) {
             Ok(Some(l)) if l.message.topic != TIMER_TOPIC => {
                 Some(format!("the record there is on topic {}", l.message.topic))
@@ -100,7 +102,15 @@ fn unit_records(store: &Store, files: &TimerFiles, out: &mut Vec<Finding>) {
             Ok(None) => Some("no record starts there".to_string()),
             Err(e) => Some(format!("the record there does not parse: {e}")),
         };
-        if let Some(why) = problem {
+        if let Some(mut why) = problem {
+            let mut severity = crate::format::finding::Severity::Error;
+            if gone {
+                why = format!(
+                    "{why}, past the commitlog's data end: the record is lost, and the broker \
+                     skips the unit when its second comes"
+                );
+                severity = crate::format::finding::Severity::Warning;
+            }
             let i = log
                 .files
                 .partition_point(|f| f.start <= pos)
@@ -116,7 +126,8 @@ fn unit_records(store: &Store, files: &TimerFiles, out: &mut Vec<Finding>) {
                         u.commitlog_offset
                     ),
                 )
-                .about_record(u.commitlog_offset as u64),
+                .about_record(u.commitlog_offset as u64)
+                .with_severity(severity),
             );
         }
     }
