@@ -97,7 +97,7 @@ const MESSAGE_KEYS: [&str; 26] = [
 /// Compressed body sha (as stored) -> uncompressed sha, from every manifest put.
 fn uncompressed_shas(dir: &Path) -> HashMap<String, String> {
     let mut m = HashMap::new();
-    for l in json_lines(&manifest(&dir)) {
+    for l in json_lines(&manifest(dir)) {
         let mut add = |v: &Value| {
             if let (Some(c), Some(u)) = (
                 v["bodySha256"].as_str(),
@@ -410,7 +410,7 @@ fn look_message_by_offset_answers() {
 /// Every put the manifest records: (commitlog offset, offset message id, UNIQ_KEY).
 fn manifest_puts(dir: &Path, max_phy: i64) -> Vec<(i64, String, Option<String>)> {
     let mut out = Vec::new();
-    for l in json_lines(&manifest(&dir)) {
+    for l in json_lines(&manifest(dir)) {
         if l["putStatus"] != "PUT_OK" {
             continue;
         }
