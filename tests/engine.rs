@@ -1582,3 +1582,131 @@ fn a_5x_put_with_a_timer_property_is_parked_on_the_timer_topic() {
         .iter()
         .any(|(k, _)| k == "TIMER_DELAY_SEC"));
 }
+
+#[test]
+fn timer_messages_are_exported_with_their_release_time_and_delivered_by_pull() {
+    let Some((dir, _, java)) = timer_oracle() else {
+        return;
+    };
+    let store = dir.join("store");
+    let t = scratch();
+    // GroupA consumes TopicA: its 22 pending timer messages are handed on for TopicA
+    let out = t.path().join("timers.jsonl");
+    bin()
+        .args([
+            "export",
+            "--group",
+            "GroupA",
+            "--include",
+            "timers",
+            "--out",
+        ])
+        .arg(&out)
+        .arg(&store)
+        .assert()
+        .success();
+    let lines = json_lines(&out);
+    let expected: BTreeMap<&str, i64> = java["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["topic"] == "TopicA")
+        .map(|p| {
+            (
+                p["uniqKey"].as_str().unwrap(),
+                p["timerOutMs"].as_i64().unwrap() + 1000,
+            )
+        })
+        .collect();
+    // JSON Lines: the parked record as stored, where to send it and when it is released
+    let timers: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["export_source"] == "timer")
+        .collect();
+    assert_eq!(timers.len(), 22);
+    assert_eq!(timers.len(), expected.len());
+    for m in &timers {
+        let key = m["uniq_key"].as_str().unwrap();
+        assert_eq!(m["topic"], "rmq_sys_wheel_timer", "{key}");
+        assert_eq!(m["resend_topic"], "TopicA", "{key}");
+        assert_eq!(m["due_timestamp"].as_i64(), Some(expected[key]), "{key}");
+    }
+    // a store: records for TopicA that a 5.x broker parks until their release time
+    let exported = t.path().join("exported");
+    bin()
+        .args([
+            "export",
+            "--group",
+            "GroupA",
+            "--include",
+            "timers",
+            "--out",
+        ])
+        .arg(&exported)
+        .arg(&store)
+        .assert()
+        .success();
+    let o = bin()
+        .args(["dump", "commitlog", "--json"])
+        .arg(&exported)
+        .output()
+        .unwrap();
+    let records: Vec<Value> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|v: &Value| v["properties"]["RMQSTORE_EXPORT_SOURCE"] == "timer")
+        .collect();
+    assert_eq!(records.len(), 22);
+    for m in &records {
+        let p = &m["properties"];
+        let key = p["UNIQ_KEY"].as_str().unwrap();
+        assert_eq!(m["topic"], "TopicA", "{key}");
+        let deliver: i64 = p["TIMER_DELIVER_MS"].as_str().unwrap().parse().unwrap();
+        assert_eq!(deliver, expected[key], "{key}");
+        for gone in ["TIMER_OUT_MS", "REAL_TOPIC", "REAL_QID", "TIMER_DELAY_SEC"] {
+            assert!(p.get(gone).is_none(), "{key}: {gone} kept");
+        }
+    }
+    // pull --deliver-due at a time past 11 of the pending releases puts them into the overlay;
+    // pending on that overlay counts them delivered
+    let ov = t.path().join("overlay");
+    let now = "2026-12-01T00:00:00Z";
+    let o = bin()
+        .args([
+            "pull",
+            "--topic",
+            "TopicA",
+            "--group",
+            "GroupA",
+            "--deliver-due",
+            "--now",
+            now,
+        ])
+        .arg("--overlay")
+        .arg(&ov)
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("0 delayed and 11 timer message(s)"),
+        "{stderr}"
+    );
+    let o = bin()
+        .args(["pending", "--json", "--now", now, "--overlay"])
+        .arg(&ov)
+        .arg(&store)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(o.stdout).unwrap();
+    let timers: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|v| v["type"] == "timers")
+        .unwrap();
+    assert_eq!(timers["pending"], 53);
+    assert_eq!(timers["delivered"], 76);
+    assert_eq!(timers["due_now"], 0);
+}
