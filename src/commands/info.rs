@@ -688,21 +688,7 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
         )?;
     }
     if let Some(t) = &i.timers {
-        writeln!(
-            out,
-            "\ntimer messages: {} pending ({} rolled, {} due now), {} delivered; read cursor {}",
-            t.pending,
-            t.rolled,
-            t.due_now,
-            t.delivered,
-            format_time(t.read_timestamp)
-        )?;
-        if let (Some(a), Some(b)) = (t.next_release_timestamp, t.last_release_timestamp) {
-            writeln!(out, "  released {} .. {}", format_time(a), format_time(b))?;
-        }
-        for c in &t.topics {
-            writeln!(out, "  {:<32} {:>8} pending", c.topic, c.pending)?;
-        }
+        super::output::write_timer_counts(out, t)?;
     }
     writeln!(
         out,

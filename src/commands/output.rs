@@ -277,3 +277,28 @@ mod time_tests {
         assert_eq!(parse_time(&format_time(want)).unwrap(), want);
     }
 }
+
+/// The timer messages' counts as text (`info`, `pending`): one line, then the release window
+/// and the pending count per real topic.
+pub fn write_timer_counts(
+    out: &mut dyn Write,
+    t: &crate::engine::timer::TimerCounts,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\ntimer messages (rmq_sys_wheel_timer): {} pending ({} rolled, {} due now), {} \
+         delivered; read cursor {}",
+        t.pending,
+        t.rolled,
+        t.due_now,
+        t.delivered,
+        format_time(t.read_timestamp)
+    )?;
+    if let (Some(a), Some(b)) = (t.next_release_timestamp, t.last_release_timestamp) {
+        writeln!(out, "  released {} .. {}", format_time(a), format_time(b))?;
+    }
+    for c in &t.topics {
+        writeln!(out, "  {:<32} {:>8} pending", c.topic, c.pending)?;
+    }
+    Ok(())
+}

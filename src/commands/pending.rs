@@ -454,20 +454,7 @@ fn print_human(p: &Pending, out: &mut dyn Write) -> anyhow::Result<()> {
 }
 
 fn print_timers(p: &TimersPending, now: i64, out: &mut dyn Write) -> anyhow::Result<()> {
-    let t = &p.counts;
-    writeln!(
-        out,
-        "\ntimer messages (rmq_sys_wheel_timer): {} pending ({} rolled), {} due now, {} \
-         delivered; read cursor {}",
-        t.pending,
-        t.rolled,
-        t.due_now,
-        t.delivered,
-        format_time(t.read_timestamp)
-    )?;
-    for c in &t.topics {
-        writeln!(out, "  {:<32} {:>6} pending", c.topic, c.pending)?;
-    }
+    super::output::write_timer_counts(out, &p.counts)?;
     for m in &p.messages {
         writeln!(
             out,

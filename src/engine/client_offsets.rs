@@ -21,6 +21,7 @@ use super::dispatch::RETRY_PREFIX;
 use super::offsets::{read_local_offset, OffsetFile, OffsetFileSource};
 use super::rebalance::MessageQueue;
 use super::safedir::stamp;
+use crate::format::config::persist::dated_copy;
 use crate::format::config::{persist, with_suffix, ConsumerOffsets};
 use crate::format::entry::{probe, Kind};
 use crate::format::error::{Error, Result};
@@ -269,17 +270,7 @@ impl ClientOffsets {
         for ((t, q), v) in &self.changed {
             merged.set(&self.mq(t, *q), *v);
         }
-        let backup = if probe(&main).kind.is_file() {
-            let b = with_suffix(&main, &format!(".before-{what}-{}", stamp()));
-            ensure_plain(&b)?;
-            std::fs::copy(&main, &b).map_err(|e| Error::io(&b, e))?;
-            std::fs::File::open(&b)
-                .and_then(|f| f.sync_all())
-                .map_err(|e| Error::io(&b, e))?;
-            Some(b)
-        } else {
-            None
-        };
+        let backup = dated_copy(&main, what, &stamp())?;
         // a `.tmp` an interrupted write left behind is not ours to append to: start afresh
         if probe(&tmp).kind != Kind::Missing {
             std::fs::remove_file(&tmp).map_err(|e| Error::io(&tmp, e))?;

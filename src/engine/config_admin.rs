@@ -15,8 +15,8 @@ use serde::Serialize;
 use super::safedir::{stamp, StoreLock};
 use super::Store;
 use crate::format::config::{
-    save, with_suffix, ConfigFile, SubscriptionGroupConfig, SubscriptionGroups, TopicConfig,
-    TopicConfigs, TopicFilterType,
+    save, ConfigFile, SubscriptionGroupConfig, SubscriptionGroups, TopicConfig, TopicConfigs,
+    TopicFilterType,
 };
 use crate::format::error::{Error, Result};
 
@@ -305,16 +305,7 @@ pub fn save_under_lock<T: ConfigFile>(
     let config = lock.root().join(super::store::paths::CONFIG);
     std::fs::create_dir_all(&config).map_err(|e| Error::io(&config, e))?;
     let main = config.join(T::FILE_NAME);
-    let backup = if main.exists() {
-        let b = with_suffix(&main, &format!(".before-{what}-{}", stamp()));
-        std::fs::copy(&main, &b).map_err(|e| Error::io(&b, e))?;
-        std::fs::File::open(&b)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| Error::io(&b, e))?;
-        Some(b)
-    } else {
-        None
-    };
+    let backup = crate::format::config::persist::dated_copy(&main, what, &stamp())?;
     save(&config, value)?;
     Ok(backup)
 }

@@ -195,6 +195,25 @@ pub fn persist_bytes(path: &Path, bytes: &[u8]) -> Result<(), Error> {
         .map_err(|e| Error::io(dir, e))
 }
 
+/// Copy `main` (when it is a file) to `<main>.before-<what>-<stamp>` and fsync the copy; the
+/// copy is created new, so it never writes through whatever might already be at that name.
+/// Returns the copy's path, `None` when there was no file.
+pub fn dated_copy(main: &Path, what: &str, stamp: &str) -> Result<Option<PathBuf>, Error> {
+    if !crate::format::entry::probe(main).kind.is_file() {
+        return Ok(None);
+    }
+    let b = with_suffix(main, &format!(".before-{what}-{stamp}"));
+    let mut from = crate::format::entry::open_regular(main)?;
+    let mut to = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&b)
+        .map_err(|e| Error::io(&b, e))?;
+    std::io::copy(&mut from, &mut to).map_err(|e| Error::io(&b, e))?;
+    to.sync_all().map_err(|e| Error::io(&b, e))?;
+    Ok(Some(b))
+}
+
 /// Writes `value` to `config_dir/T::FILE_NAME` with [`persist`]; returns the path.
 pub fn save<T: ConfigFile>(config_dir: &Path, value: &T) -> Result<PathBuf, Error> {
     let path = config_dir.join(T::FILE_NAME);
