@@ -946,3 +946,93 @@ fn timer_files_of_the_java_store_verify_clean_and_each_damage_is_named() {
     let r = verify_json(&fixture("store-4.9"), &["--only", "timer"]);
     assert_eq!((r.code, r.findings.len()), (0, 0));
 }
+
+/// Abnormal recovery starts at the newest file whose first record was stored at or before the
+/// checkpoint's min timestamp (`isMappedFileMatchedRecover`: `storeTimestamp <= minTimestamp`):
+/// a file whose first store time equals it exactly is the start, not the file before it.
+#[test]
+fn abnormal_recovery_starts_at_a_file_stored_exactly_at_the_checkpoint_min() {
+    use rmqstore::format::checkpoint::Checkpoint;
+    let (_t, root) = copy_store(&fixture("store-4.9"));
+    let store = Store::open(&root, &GeometryInputs::default()).unwrap();
+    let first_ts = |i: usize| -> i64 {
+        let seg = &store.commitlog.segments[i];
+        let map = Mapped::open(&seg.path).unwrap();
+        let r = RecordIter::new(&map, &seg.path, seg.start, true)
+            .next()
+            .unwrap()
+            .unwrap();
+        r.store_timestamp
+    };
+    let k = 4;
+    assert!(store.commitlog.segments.len() > k + 1);
+    let ts = first_ts(k);
+    assert!(first_ts(k + 1) > ts && first_ts(k - 1) < ts);
+    // min(physic, logics) - 3000 == the first store time of file k
+    let cp = Checkpoint {
+        physic_msg_timestamp: ts + 3000,
+        logics_msg_timestamp: ts + 3000,
+        index_msg_timestamp: ts,
+        ..Default::default()
+    };
+    std::fs::write(root.join("checkpoint"), cp.to_bytes()).unwrap();
+    std::fs::write(root.join("abort"), b"").unwrap();
+    let (_, rec) = explain_json(&root);
+    assert_eq!(rec["mode"], "abnormal", "{rec}");
+    assert_eq!(
+        rec["start_file"]["start"].as_u64(),
+        Some(store.commitlog.segments[k].start),
+        "{rec}"
+    );
+    // one millisecond earlier and the file before it is the start
+    let cp = Checkpoint {
+        physic_msg_timestamp: ts + 2999,
+        logics_msg_timestamp: ts + 2999,
+        ..cp
+    };
+    std::fs::write(root.join("checkpoint"), cp.to_bytes()).unwrap();
+    let (_, rec) = explain_json(&root);
+    assert_eq!(
+        rec["start_file"]["start"].as_u64(),
+        Some(store.commitlog.segments[k - 1].start),
+        "{rec}"
+    );
+}
+
+/// A unit whose only damage is its tags code: tag-filtered consumers skip the record, so the
+/// unit is wrong (`unit_mismatch`, naming both codes) and the record has no good unit
+/// (`missing_unit`): both the queue-side check and the commitlog walk's fast path compare it.
+#[test]
+fn a_unit_with_a_wrong_tags_code_is_a_mismatch_and_leaves_its_record_without_a_unit() {
+    let (_t, root) = copy_store(&fixture("store-4.9"));
+    let cq = root.join("consumequeue/OrderTopic/1/00000000000000000000");
+    patch(&cq, 3 * UNIT_SIZE as u64 + 12, |b| {
+        b[..8].copy_from_slice(&12345i64.to_be_bytes())
+    });
+    let r = verify_json(&root, &[]);
+    assert_eq!(r.code, 1);
+    let mismatch = r.with_code("consumequeue.unit_mismatch");
+    assert_eq!(mismatch.len(), 1, "{:?}", r.codes());
+    assert!(
+        mismatch[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("(the unit says 12345)"),
+        "{}",
+        mismatch[0]
+    );
+    let missing = r.with_code("consumequeue.missing_unit");
+    assert_eq!(missing.len(), 1, "{:?}", r.codes());
+    assert!(
+        missing[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("queue offset 3"),
+        "{}",
+        missing[0]
+    );
+    assert_eq!(
+        missing[0]["file_offset"].as_u64(),
+        Some(3 * UNIT_SIZE as u64)
+    );
+}
