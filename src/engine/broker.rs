@@ -1398,7 +1398,7 @@ impl PullSource for Engine {
 /// Every topic a clustering push consumer of `group` pulls for a subscription to `topic`: the
 /// topic and the group's retry topic (`copySubscription`).
 pub fn subscribed_topics(group: &str, topic: &str) -> [String; 2] {
-    [topic.to_string(), format!("{RETRY_PREFIX}{group}")]
+    [topic.to_string(), super::retry::retry_topic(group)]
 }
 
 impl std::fmt::Debug for Engine {

@@ -20,9 +20,7 @@
 use std::collections::VecDeque;
 use std::path::Path;
 
-use super::dispatch::{
-    DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
-};
+use super::dispatch::{SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use super::index::IndexNaming;
 use super::writer::{StoreWriter, WriterOptions};
 use crate::format::commitlog::{encode_properties, prop, sysflag, Host, Message, MessageVersion};
@@ -505,13 +503,13 @@ impl<'a> Gen<'a> {
         if to_dlq {
             pairs.push((prop::DELAY.into(), "0".into()));
             m.properties = self.props(pairs);
-            m.topic = format!("{DLQ_PREFIX}{group}");
+            m.topic = super::retry::dlq_topic(&group);
             m.queue_id = 0;
             m.version = MessageVersion::for_topic(&m.topic);
             self.put(m)?;
         } else {
             m.properties = self.props(pairs);
-            m.topic = format!("{RETRY_PREFIX}{group}");
+            m.topic = super::retry::retry_topic(&group);
             m.queue_id = 0;
             self.park(m, 3 + orig.reconsume_times, Vec::new())?;
         }
@@ -930,7 +928,7 @@ fn write_configs(g: &Gen<'_>) -> Result<()> {
             previous.set(topic, GROUPS[t], q, done / 2);
         }
     }
-    let retry = format!("{RETRY_PREFIX}{}", GROUPS[0]);
+    let retry = super::retry::retry_topic(GROUPS[0]);
     let retry_max = g.w.next_queue_offset(&retry, 0);
     offsets.set(&retry, GROUPS[0], 0, retry_max / 2);
     g.w.write_config(&previous)?;

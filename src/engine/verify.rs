@@ -62,7 +62,7 @@ use crate::format::geometry::Source;
 use crate::format::indexfile::{
     check_file_with, check_sequence, IndexEntry, IndexFile, IndexGeometry, IndexHeader,
 };
-use crate::format::java::masked_crc32;
+use crate::format::java::{bytes_hash_extend, masked_crc32};
 use crate::format::mapped::Mapped;
 
 mod dups;
@@ -127,6 +127,9 @@ pub struct VerifyOptions {
     /// last file), so the workers finish together even when a store has only a few files. The
     /// findings do not depend on it.
     pub piece_size: u64,
+    /// Set it to stop a run early: the workers finish the piece, queue or file at hand, and
+    /// `verify` returns an error saying it was interrupted.
+    pub interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Default for VerifyOptions {
@@ -139,11 +142,19 @@ impl Default for VerifyOptions {
             sample: 1,
             max_per_code: DEFAULT_MAX_PER_CODE,
             piece_size: PIECE,
+            interrupt: None,
         }
     }
 }
 
 impl VerifyOptions {
+    /// Whether [`VerifyOptions::interrupt`] was set.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+
     pub fn wants(&self, p: Part) -> bool {
         self.parts.is_empty() || self.parts.contains(&p)
     }
@@ -415,20 +426,6 @@ impl<'a> Props<'a> {
     }
 }
 
-/// Java `String.hashCode` continued over more text.
-fn java_hash_extend(h: i32, s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(h, |h, u| h.wrapping_mul(31).wrapping_add(u as i32))
-}
-
-/// [`java_hash_extend`] over UTF-8 bytes decoded as Java does; ASCII needs no decoding (one
-/// UTF-16 unit per byte).
-#[inline]
-fn java_hash_bytes(h: i32, b: &[u8]) -> i32 {
-    crate::format::java::ascii_hash_extend(h, b)
-        .unwrap_or_else(|| java_hash_extend(h, &String::from_utf8_lossy(b)))
-}
-
 /// The tags code of a record (FORMAT.md 3.3), as [`record_tags_code`] states it, from the
 /// properties already read: `None` when a SCHEDULE_TOPIC_XXXX DELAY is not a number.
 fn fast_tags_code(
@@ -437,7 +434,7 @@ fn fast_tags_code(
     g: &crate::format::geometry::Geometry,
 ) -> Option<i64> {
     let mut code = match p.tags {
-        Some(t) if !t.is_empty() => java_hash_bytes(0, t) as i64,
+        Some(t) if !t.is_empty() => bytes_hash_extend(0, t) as i64,
         _ => 0,
     };
     if let Some(d) = p.delay.filter(|_| m.topic == SCHEDULE_TOPIC) {
@@ -499,7 +496,7 @@ type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
 
 /// The index hash of `topic#key` (`IndexFile.indexKeyHashMethod`) from the hash of `topic#`.
 fn index_hash(prefix: i32, key: &[u8]) -> i32 {
-    let h = java_hash_bytes(prefix, key).wrapping_abs();
+    let h = bytes_hash_extend(prefix, key).wrapping_abs();
     if h < 0 {
         0
     } else {
@@ -509,7 +506,7 @@ fn index_hash(prefix: i32, key: &[u8]) -> i32 {
 
 /// The Java hash of `topic#`, from which the index hash of each key of the topic continues.
 fn topic_prefix_hash(topic: &str) -> i32 {
-    java_hash_bytes(0, topic.as_bytes())
+    bytes_hash_extend(0, topic.as_bytes())
         .wrapping_mul(31)
         .wrapping_add('#' as i32)
 }
@@ -2367,6 +2364,9 @@ pub fn verify(
         };
         let mut out = Vec::with_capacity(n_idx);
         for (j, f) in ix.files.iter().enumerate() {
+            if opts.interrupted() {
+                break;
+            }
             let mut found = index_file_findings(ix, f);
             found.extend(entries_outside_commitlog(store, ix, f));
             out.push(found);
@@ -2516,6 +2516,9 @@ fn verify_with_side(
         rayon::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|_| loop {
+                    if opts.interrupted() {
+                        break;
+                    }
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&(i, j)) = pieces.get(k) else { break };
                     let r = scan_piece(&ctx, i, Span::Piece(j, &piece_maps));
@@ -2530,6 +2533,12 @@ fn verify_with_side(
     let (structure, config) = side_thread
         .join()
         .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+    if opts.interrupted() {
+        return Err(crate::format::Error::layout(
+            &store.root,
+            "verify interrupted",
+        ));
+    }
     let mut merged = merged
         .into_inner()
         .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
@@ -2581,6 +2590,15 @@ fn verify_with_side(
             .par_iter()
             .enumerate()
             .map(|(i, cq)| {
+                if opts.interrupted() {
+                    return (
+                        i,
+                        Err(crate::format::Error::layout(
+                            &store.root,
+                            "verify interrupted",
+                        )),
+                    );
+                }
                 let r = check_queue(
                     &cctx,
                     cq,
@@ -4430,8 +4448,42 @@ mod tests {
             let got = Props::of_block(&b);
             assert_eq!(format!("{got:?}"), format!("{want:?}"), "{b:?}");
             let s = String::from_utf8_lossy(&b);
-            assert_eq!(java_hash_bytes(7, &b), java_hash_extend(7, &s), "{b:?}");
+            assert_eq!(
+                bytes_hash_extend(7, &b),
+                crate::format::java::utf16_hash_extend(7, &s),
+                "{b:?}"
+            );
         }
+    }
+
+    #[test]
+    fn an_interrupt_stops_the_run_between_pieces() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::Arc;
+        let store = fixture("store-4.9");
+        let flag = Arc::new(AtomicBool::new(true));
+        let opts = VerifyOptions {
+            interrupt: Some(flag.clone()),
+            ..Default::default()
+        };
+        let e = verify(&store, &opts, None).unwrap_err();
+        assert!(e.to_string().contains("verify interrupted"), "{e}");
+        // set during the walk: the workers stop before the last piece
+        flag.store(false, Ordering::Relaxed);
+        let opts = VerifyOptions {
+            piece_size: 16 << 10,
+            ..opts
+        };
+        let seen = AtomicU64::new(0);
+        let stop = |_p: Phase, done: u64, _t: u64| {
+            seen.store(done, Ordering::Relaxed);
+            flag.store(true, Ordering::Relaxed);
+        };
+        assert!(verify(&store, &opts, Some(&stop)).is_err());
+        let total: u64 = store.commitlog.segments.iter().map(|s| s.len).sum();
+        assert!(seen.load(Ordering::Relaxed) < total);
+        flag.store(false, Ordering::Relaxed);
+        assert!(verify(&store, &opts, None).unwrap().summary.healthy);
     }
 
     #[test]

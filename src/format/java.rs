@@ -2,16 +2,30 @@
 
 /// Java `String.hashCode()`: over UTF-16 code units, wrapping `h = 31*h + unit`.
 pub fn string_hash(s: &str) -> i32 {
-    ascii_hash_extend(0, s.as_bytes()).unwrap_or_else(|| {
-        s.encode_utf16()
-            .fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
-    })
+    string_hash_extend(0, s)
+}
+
+/// Java `String.hashCode` continued from `h` over `s` (the hash of a concatenation).
+pub fn string_hash_extend(h: i32, s: &str) -> i32 {
+    ascii_hash_extend(h, s.as_bytes()).unwrap_or_else(|| utf16_hash_extend(h, s))
+}
+
+/// The plain definition: `h * 31 + unit` over the UTF-16 units (the reference the ASCII fast
+/// path is tested against).
+pub fn utf16_hash_extend(h: i32, s: &str) -> i32 {
+    s.encode_utf16()
+        .fold(h, |h, unit| h.wrapping_mul(31).wrapping_add(unit as i32))
 }
 
 /// Java `String.hashCode()` of bytes decoded as UTF-8 the way Java's decoder does
 /// (malformed sequences become U+FFFD).
 pub fn bytes_hash(b: &[u8]) -> i32 {
-    ascii_hash_extend(0, b).unwrap_or_else(|| string_hash(&String::from_utf8_lossy(b)))
+    bytes_hash_extend(0, b)
+}
+
+/// [`bytes_hash`] continued from `h`.
+pub fn bytes_hash_extend(h: i32, b: &[u8]) -> i32 {
+    ascii_hash_extend(h, b).unwrap_or_else(|| string_hash_extend(h, &String::from_utf8_lossy(b)))
 }
 
 /// Java `String.hashCode` continued from `h` over `b`, when `b` is ASCII (one UTF-16 unit per

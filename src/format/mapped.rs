@@ -1,8 +1,7 @@
 //! Read-only access to a whole file: a memory map, or the bytes read into memory.
 //!
 //! This module holds the crate's only `unsafe` blocks: mapping a file, releasing a range of a
-//! map, the prefetch hint of [`prefetch`] and the one-byte read that gets a block mapped ahead
-//! of a walk. The contract mapping accepts: the file is not truncated while mapped. A live
+//! map and the prefetch hint of [`prefetch`]. The contract mapping accepts: the file is not truncated while mapped. A live
 //! broker never truncates a commitlog file it is writing, but a broker restarting into recovery
 //! can; stop the broker (or work on a copy) before running commands that read a whole store, or a
 //! SIGBUS can end the process.
@@ -152,10 +151,8 @@ fn prefetch_line(at: *const u8) {
 #[inline]
 fn read_byte(buf: &[u8], at: usize) {
     if let Some(b) = buf.get(at) {
-        #[allow(unsafe_code)]
-        // SAFETY: a volatile read of a byte inside the slice; it only keeps the compiler from
-        // dropping a read whose value is not used.
-        let _ = unsafe { std::ptr::read_volatile(b) };
+        // black_box keeps the compiler from dropping a read whose value is not used
+        std::hint::black_box(*b);
     }
 }
 

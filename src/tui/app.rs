@@ -643,7 +643,8 @@ impl App {
         if matches!(self.health_state, HealthState::Running { .. }) {
             return;
         }
-        self.cancel.store(false, Ordering::Relaxed);
+        // a flag of its own: a run stopped earlier keeps its set flag and ends on its own
+        self.cancel = Arc::new(AtomicBool::new(false));
         self.health_state = HealthState::Running { done: 0, total: 0 };
         let store = self.store();
         let tx = self.jobs_tx.clone();
@@ -654,7 +655,11 @@ impl App {
                 done.store(d, Ordering::Relaxed);
                 total.store(t, Ordering::Relaxed);
             };
-            let r = verify(store, &VerifyOptions::default(), Some(&progress));
+            let opts = VerifyOptions {
+                interrupt: Some(cancel.clone()),
+                ..Default::default()
+            };
+            let r = verify(store, &opts, Some(&progress));
             if cancel.load(Ordering::Relaxed) {
                 return;
             }

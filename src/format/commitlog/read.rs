@@ -225,16 +225,9 @@ pub(super) fn parse_message_by_fields(
     })
 }
 
-/// A topic's bytes as text. Topic names are ASCII (the broker's own check allows no more), so
-/// that is tested a word at a time first; other bytes go through the UTF-8 check, and bytes
-/// that are not UTF-8 are shown with replacement characters.
+/// A topic's bytes as text; bytes that are not UTF-8 are shown with replacement characters.
 #[inline(always)]
 fn topic_text(topic: &[u8]) -> std::borrow::Cow<'_, str> {
-    if topic.is_ascii() {
-        #[allow(unsafe_code)]
-        // SAFETY: every ASCII byte sequence is valid UTF-8.
-        return std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(topic) });
-    }
     match std::str::from_utf8(topic) {
         Ok(t) => std::borrow::Cow::Borrowed(t),
         Err(_) => String::from_utf8_lossy(topic),
