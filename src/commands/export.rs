@@ -80,7 +80,7 @@ pub struct ExportArgs {
     #[arg(long)]
     pub full_replay: bool,
     /// How bodies are written in JSON Lines.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = super::output::body_mode_parser(), default_value = "auto")]
     pub body: BodyMode,
     /// Print the summary as JSON.
     #[arg(long)]

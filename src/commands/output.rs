@@ -144,6 +144,31 @@ pub fn painted(text: &str, paint: Paint, to_stderr: bool) -> String {
 
 pub use crate::engine::message_json::{encode_body, BodyMode, MessageJson};
 
+/// `--body`: the names of [`BodyMode::ALL`], each with its help line.
+pub fn body_mode_parser() -> impl clap::builder::TypedValueParser<Value = BodyMode> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        BodyMode::ALL
+            .iter()
+            .map(|(_, name, help)| PossibleValue::new(*name).help(*help)),
+    )
+    .map(|name| BodyMode::from_name(&name).unwrap_or_default())
+}
+
+/// `--role`: the broker's role.
+pub fn broker_role_parser(
+) -> impl clap::builder::TypedValueParser<Value = crate::engine::pull::BrokerRole> {
+    use crate::engine::pull::BrokerRole;
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(["master", "slave"]).map(|name| {
+        if name == "slave" {
+            BrokerRole::Slave
+        } else {
+            BrokerRole::Master
+        }
+    })
+}
+
 /// Say on stderr which config file was written and where the previous one is kept.
 pub fn note_written(file: &std::path::Path, backup: Option<std::path::PathBuf>) {
     eprintln!(

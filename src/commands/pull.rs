@@ -90,7 +90,7 @@ pub struct PullArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
     pub now: Option<i64>,
     /// Broker role: a slave keeps the request offset where a master corrects it.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = super::output::broker_role_parser(), default_value = "master")]
     pub role: BrokerRole,
     /// Broker rules (default: guessed from the store).
     #[arg(long, value_enum)]
@@ -100,7 +100,7 @@ pub struct PullArgs {
     #[arg(long)]
     pub full_replay: bool,
     /// How to print bodies (compressed bodies are shown decompressed).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = super::output::body_mode_parser(), default_value = "auto")]
     pub body: BodyMode,
     /// JSON Lines: each queue's messages on stdout; its `pull` answer and the summary on stderr.
     #[arg(long, short = 'J')]

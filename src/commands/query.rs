@@ -82,7 +82,7 @@ pub struct QueryArgs {
     #[arg(long, value_enum)]
     pub broker: Option<BrokerArg>,
     /// How to print bodies (compressed bodies are shown decompressed).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = super::output::body_mode_parser(), default_value = "auto")]
     pub body: BodyMode,
     /// JSON Lines: one object per message, then a `summary` on stderr.
     #[arg(long, short = 'J')]

@@ -112,7 +112,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub full_replay: bool,
     /// How bodies are written in the JSON given to the command.
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_parser = super::output::body_mode_parser(), default_value = "auto")]
     pub body: BodyMode,
     /// Print every completed message (to stderr) as it happens.
     #[arg(long, short)]

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 /// How a body is printed (`--body`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BodyMode {
     /// UTF-8 text when the body is valid UTF-8, base64 otherwise.
@@ -16,6 +16,37 @@ pub enum BodyMode {
     Base64,
     /// No body (`body` is null, `body_encoding` "none").
     None,
+}
+
+impl BodyMode {
+    /// Every mode with its name and what it prints.
+    pub const ALL: [(BodyMode, &'static str, &'static str); 5] = [
+        (
+            BodyMode::Auto,
+            "auto",
+            "UTF-8 text when the body is valid UTF-8, base64 otherwise",
+        ),
+        (
+            BodyMode::Utf8,
+            "utf8",
+            "UTF-8 text (invalid bytes become U+FFFD)",
+        ),
+        (BodyMode::Hex, "hex", "hexadecimal"),
+        (BodyMode::Base64, "base64", "base64"),
+        (
+            BodyMode::None,
+            "none",
+            "no body (body is null, body_encoding \"none\")",
+        ),
+    ];
+
+    /// The mode of a name in [`BodyMode::ALL`].
+    pub fn from_name(name: &str) -> Option<BodyMode> {
+        Self::ALL
+            .iter()
+            .find(|(_, n, _)| *n == name)
+            .map(|(m, _, _)| *m)
+    }
 }
 
 /// The one JSON shape of a message, shared by `dump`, `query`, `pull` and `export`:

@@ -39,7 +39,7 @@ pub const MAX_PULL_MSG_SIZE: usize = 134_217_728;
 pub const DEFAULT_PULL_BATCH: i32 = 32;
 
 /// The broker's role: a slave without `offsetCheckInSlave` never moves a consumer's offset.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BrokerRole {
     #[default]

@@ -166,10 +166,10 @@ impl App {
         }
         match self.reader.message_at(o) {
             Ok(Some(loc)) => {
-                let j = crate::commands::output::MessageJson::new(
+                let j = crate::engine::message_json::MessageJson::new(
                     &loc.message,
                     loc.file,
-                    crate::commands::output::BodyMode::Auto,
+                    crate::engine::message_json::BodyMode::Auto,
                 );
                 let text = serde_json::to_string_pretty(&j).unwrap_or_default();
                 let written = std::fs::OpenOptions::new()
