@@ -196,15 +196,7 @@ fn run_client(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus
         return Ok(ExitStatus::Success);
     };
     let table = client.as_table();
-    let topics: Vec<String> = crate::engine::query::Reader::new(&store).topics().to_vec();
-    let known_topic = |t: &str| {
-        names::ensure_known(
-            "topic",
-            t,
-            topics.iter().map(String::as_str),
-            "this store's consume queues or config/topics.json",
-        )
-    };
+    let known_topic = topic_check(&store);
     if let Some(sh) = show_args {
         if let Some(t) = &sh.topic {
             known_topic(t)?;
@@ -262,15 +254,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             "config/consumerOffset.json",
         )
     };
-    let topics: Vec<String> = crate::engine::query::Reader::new(&store).topics().to_vec();
-    let known_topic = |t: &str| {
-        names::ensure_known(
-            "topic",
-            t,
-            topics.iter().map(String::as_str),
-            "this store's consume queues or config/topics.json",
-        )
-    };
+    let known_topic = topic_check(&store);
     let (action, plan, apply) = match &a.action {
         OffsetsAction::Show(s) => {
             if let Some(g) = &s.group {
@@ -468,4 +452,17 @@ fn print_plan(
         }
     )?;
     Ok(())
+}
+
+/// A check that a topic name is one of the store's (consume queues or config/topics.json).
+fn topic_check(store: &Store) -> impl Fn(&str) -> anyhow::Result<()> {
+    let topics: Vec<String> = crate::engine::query::Reader::new(store).topics().to_vec();
+    move |t: &str| {
+        names::ensure_known(
+            "topic",
+            t,
+            topics.iter().map(String::as_str),
+            "this store's consume queues or config/topics.json",
+        )
+    }
 }
