@@ -1036,3 +1036,20 @@ fn a_unit_with_a_wrong_tags_code_is_a_mismatch_and_leaves_its_record_without_a_u
         Some(3 * UNIT_SIZE as u64)
     );
 }
+
+/// A broken timer area is reported, and does not keep the engine from answering for the rest.
+#[test]
+fn a_timerlog_that_is_not_a_folder_is_a_finding_and_pending_still_runs() {
+    let Some(dir) = common::oracle("timer-5.x") else {
+        return;
+    };
+    let (_t, root) = copy_store(&dir.join("store"));
+    std::fs::remove_dir_all(root.join("timerlog")).unwrap();
+    std::fs::write(root.join("timerlog"), b"not a folder").unwrap();
+    let r = verify_json(&root, &["--only", "timer"]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.with_code("timer.not_a_file").len(), 1, "{:?}", r.codes());
+    let o = bin().arg("pending").arg(&root).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("group GroupA"));
+}

@@ -261,8 +261,10 @@ pub(crate) struct TimerProgress {
     /// `lastTimerQueueOffset`.
     pub enqueued: i64,
     pub checkpoint: TimerCheckpoint,
-    /// Units of the source's timer log by record offset.
-    pub units: HashMap<i64, (u64, TimerUnit)>,
+    /// The source store, whose timer log is read on first use.
+    source_root: PathBuf,
+    /// Units of the source's timer log by record offset (see [`TimerProgress::units`]).
+    units: std::sync::OnceLock<HashMap<i64, (u64, TimerUnit)>>,
     /// Copies the engine delivered, by the parked record's offset.
     pub copies: HashMap<i64, PutResult>,
     pub precision_ms: i64,
@@ -270,10 +272,16 @@ pub(crate) struct TimerProgress {
 }
 
 impl TimerProgress {
-    /// From the source's timer files, with the overlay's `config/timercheck` winning.
+    /// From the source's `config/timercheck`, with the overlay's winning. A source checkpoint
+    /// that cannot be read counts as absent (verify reports it), so that a damaged timer does
+    /// not keep the engine from serving the other topics.
     pub fn load(source_root: &Path, overlay: Option<&Path>) -> Result<TimerProgress> {
-        let files = TimerFiles::open(source_root)?;
-        let mut cp = files.checkpoint().copied().unwrap_or_default();
+        let source_cp = source_root.join("config").join(timer::TIMERCHECK_FILE);
+        let mut cp = if source_cp.exists() {
+            read_checkpoint(&source_cp).unwrap_or_default()
+        } else {
+            TimerCheckpoint::default()
+        };
         if let Some(dir) = overlay {
             let p = dir.join("config").join(timer::TIMERCHECK_FILE);
             if p.exists() {
@@ -284,10 +292,22 @@ impl TimerProgress {
             read_time_ms: cp.last_read_time_ms,
             enqueued: cp.last_timer_queue_offset,
             checkpoint: cp,
-            units: files.units_by_record(),
+            source_root: source_root.to_path_buf(),
+            units: std::sync::OnceLock::new(),
             copies: HashMap::new(),
             precision_ms: timer::DEFAULT_PRECISION_MS,
             dirty: false,
+        })
+    }
+
+    /// The source's timer log units by the record they point at, read the first time a timer
+    /// question is asked (a store without timer messages never reads them); a timer log that
+    /// cannot be read gives none.
+    pub fn units(&self) -> &HashMap<i64, (u64, TimerUnit)> {
+        self.units.get_or_init(|| {
+            TimerFiles::open(&self.source_root)
+                .map(|f| f.units_by_record())
+                .unwrap_or_default()
         })
     }
 
@@ -435,7 +455,7 @@ impl Engine {
             .property(prop::TIMER_OUT_MS)
             .and_then(|v| parse_long(&v))
             .unwrap_or(0);
-        let unit = t.units.get(&phy).map(|(pos, u)| UnitPlace {
+        let unit = t.units().get(&phy).map(|(pos, u)| UnitPlace {
             timerlog_position: *pos,
             slot_timestamp: u.slot_time_ms(),
             magic: u.magic,
@@ -556,16 +576,13 @@ impl Engine {
             };
             let trailing = self.options.trailing_separator();
             let mut pairs = property_pairs(&msg.properties);
-            let enqueue = m
-                .unit
-                .map(|u| u.slot_timestamp)
-                .unwrap_or(m.store_timestamp);
+            // the enqueue time the timer log unit recorded (a late enqueue: the store time)
             let enqueue = self
                 .timer
-                .units
+                .units()
                 .get(&m.commitlog_offset)
                 .map(|(_, u)| u.write_time_ms)
-                .unwrap_or(enqueue);
+                .unwrap_or(m.store_timestamp);
             set_property(&mut pairs, prop::TIMER_ENQUEUE_MS, enqueue.to_string());
             set_property(&mut pairs, prop::TIMER_DEQUEUE_MS, now.to_string());
             msg.properties = encode_properties(&pairs, trailing);
