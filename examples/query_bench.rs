@@ -12,8 +12,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use rmqstore::engine::dispatch::is_system_topic;
-use rmqstore::engine::query::Reader;
+use rmqstore::engine::store::dispatch::is_system_topic;
+use rmqstore::engine::store::reader::Reader;
 use rmqstore::engine::Store;
 use rmqstore::format::geometry::GeometryInputs;
 

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use rmqstore::engine::scan::scan_segments;
+use rmqstore::engine::store::scan::scan_segments;
 use rmqstore::engine::Store;
 use rmqstore::format::geometry::GeometryInputs;
 

@@ -249,7 +249,7 @@ fn clone_and_delete() {
 fn a_held_lock_refuses_the_write() {
     let (_work, store) = store_copy();
     let before = config_bytes(&store);
-    let lock = rmqstore::engine::safedir::StoreLock::acquire(&store).unwrap();
+    let lock = rmqstore::engine::store::safedir::StoreLock::acquire(&store).unwrap();
     let (code, _, err) = offsets(
         &store,
         &[
@@ -379,7 +379,7 @@ fn config_set_and_delete_write_what_the_broker_reads() {
         .value;
     assert!(g.get("ReplayGroup").is_none());
     // the lock
-    let lock = rmqstore::engine::safedir::StoreLock::acquire(&store).unwrap();
+    let lock = rmqstore::engine::store::safedir::StoreLock::acquire(&store).unwrap();
     let (code, _, _) = config(
         &store,
         &["groups", "set", "X", "retryMaxTimes=1", "--apply"],
@@ -423,9 +423,9 @@ fn config_set_to_the_same_values_leaves_a_java_written_file_as_it_is() {
 // ---------------------------------------------------------------------------------------------
 // A broadcasting consumer's offsets.json (--client-dir)
 
-use rmqstore::engine::client_offsets::{ClientDir, ClientOffsets};
-use rmqstore::engine::offsets::{LocalOffsetStore, OffsetFile, ReadOffsetType};
-use rmqstore::engine::rebalance::MessageQueue;
+use rmqstore::engine::broker::client_offsets::{ClientDir, ClientOffsets};
+use rmqstore::engine::broker::offsets::{LocalOffsetStore, OffsetFile, ReadOffsetType};
+use rmqstore::engine::broker::rebalance::MessageQueue;
 
 const CLIENT: &str = "10.0.0.5@DEFAULT";
 const BCAST: &str = "BcastGroup";

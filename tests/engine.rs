@@ -11,21 +11,22 @@ use std::sync::Arc;
 
 use assert_cmd::Command;
 use common::*;
-use rmqstore::engine::broker::{Engine, EngineOptions};
-use rmqstore::engine::clock::FakeClock;
-use rmqstore::engine::dispatch::SCHEDULE_TOPIC;
-use rmqstore::engine::filter::TagFilter;
-use rmqstore::engine::offsets::{LocalOffsetStore, ReadOffsetType};
-use rmqstore::engine::orderly::{OrderlyOutcome, OrderlyQueue, OrderlyStatus};
-use rmqstore::engine::pull::{
+use rmqstore::engine::broker::clock::FakeClock;
+use rmqstore::engine::broker::offsets::{LocalOffsetStore, ReadOffsetType};
+use rmqstore::engine::broker::orderly::{OrderlyOutcome, OrderlyQueue, OrderlyStatus};
+use rmqstore::engine::broker::pull::{
     BrokerRole, GetMessageStatus, MessageFilter, PullRequest, PullResult,
 };
-use rmqstore::engine::query::BrokerVersion;
-use rmqstore::engine::rebalance::{allocate, AllocateStrategy, MessageQueue};
-use rmqstore::engine::retry::{dlq_topic, retry_schedule, retry_topic, SendBackOutcome};
-use rmqstore::engine::schedule::DeliveryOutcome;
-use rmqstore::engine::sql::SqlFilter;
-use rmqstore::engine::transaction::HalfState;
+use rmqstore::engine::broker::rebalance::{allocate, AllocateStrategy, MessageQueue};
+use rmqstore::engine::broker::retry::{retry_schedule, SendBackOutcome};
+use rmqstore::engine::broker::schedule::DeliveryOutcome;
+use rmqstore::engine::broker::transaction::HalfState;
+use rmqstore::engine::broker::{Engine, EngineOptions};
+use rmqstore::engine::filter::sql::SqlFilter;
+use rmqstore::engine::filter::TagFilter;
+use rmqstore::engine::store::dispatch::SCHEDULE_TOPIC;
+use rmqstore::engine::store::dispatch::{dlq_topic, retry_topic};
+use rmqstore::engine::store::version::BrokerVersion;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::{encode_properties, Host, Message, MessageVersion};
 use rmqstore::format::geometry::GeometryInputs;
@@ -1106,8 +1107,8 @@ fn cli_pull_filters_and_refusals() {
 
 #[test]
 fn writer_resume_continues_byte_for_byte() {
-    use rmqstore::engine::index::IndexNaming;
-    use rmqstore::engine::writer::{StoreWriter, WriterOptions};
+    use rmqstore::engine::store::index_builder::IndexNaming;
+    use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
     use rmqstore::format::geometry::Geometry;
     let mut g = Geometry::default();
     g.commitlog_file_size.value = 4096;
@@ -1254,7 +1255,7 @@ fn timer_oracle() -> Option<(PathBuf, Value, Value)> {
 
 #[test]
 fn timer_files_decode_as_the_java_classes_read_them() {
-    use rmqstore::engine::timer::TimerFiles;
+    use rmqstore::engine::store::timer_files::TimerFiles;
     use rmqstore::format::timer::check::{check_checkpoint, check_log, check_wheel};
     let Some((dir, state, _)) = timer_oracle() else {
         return;
@@ -1377,7 +1378,7 @@ fn timer_engine(root: &Path, overlay: Option<&Path>, clock: &FakeClock) -> Engin
     Engine::open(store, overlay, Arc::new(clock.clone()), opts).unwrap()
 }
 
-fn assert_same_timer_message(ours: &rmqstore::engine::timer::TimerMessage, j: &Value) {
+fn assert_same_timer_message(ours: &rmqstore::engine::broker::timer::TimerMessage, j: &Value) {
     let key = j["uniqKey"].as_str().unwrap();
     assert_eq!(ours.uniq_key.as_deref(), Some(key));
     assert_eq!(ours.real_topic.as_deref(), j["topic"].as_str(), "{key}");
@@ -1432,7 +1433,7 @@ fn assert_same_timer_message(ours: &rmqstore::engine::timer::TimerMessage, j: &V
 
 #[test]
 fn timer_messages_pending_and_delivered_equal_the_java_answers() {
-    use rmqstore::engine::timer::TimerState;
+    use rmqstore::engine::broker::timer::TimerState;
     let Some((dir, _, java)) = timer_oracle() else {
         return;
     };

@@ -12,7 +12,7 @@ use std::process::Stdio;
 use assert_cmd::Command;
 use base64::Engine;
 use common::*;
-use rmqstore::engine::query::Reader;
+use rmqstore::engine::store::reader::Reader;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::Host;
 use rmqstore::format::geometry::GeometryInputs;

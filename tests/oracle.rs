@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use common::*;
-use rmqstore::engine::dispatch::{dispatch, record_tags_code};
-use rmqstore::engine::index::IndexNaming;
-use rmqstore::engine::writer::{StoreWriter, WriterOptions};
+use rmqstore::engine::store::dispatch::{dispatch, record_tags_code};
+use rmqstore::engine::store::index_builder::IndexNaming;
+use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::read::RecordIter;
 use rmqstore::format::commitlog::{Message, MessageRef};

@@ -21,13 +21,13 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 use common::*;
+use rmqstore::engine::broker::clock::{Clock, FakeClock};
+use rmqstore::engine::broker::pull::PullRequest;
 use rmqstore::engine::broker::{Engine, EngineOptions};
-use rmqstore::engine::clock::{Clock, FakeClock};
-use rmqstore::engine::index::IndexNaming;
-use rmqstore::engine::pull::PullRequest;
-use rmqstore::engine::replay::{Outcome, ReplayOptions, Replayer, RunEnd};
-use rmqstore::engine::retry::dlq_topic;
-use rmqstore::engine::writer::{StoreWriter, WriterOptions};
+use rmqstore::engine::consume::replay::{Outcome, ReplayOptions, Replayer, RunEnd};
+use rmqstore::engine::store::dispatch::dlq_topic;
+use rmqstore::engine::store::index_builder::IndexNaming;
+use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::read::RecordIter;
 use rmqstore::format::commitlog::{encode_properties, Host, Message, MessageVersion};
@@ -571,7 +571,7 @@ fn replay_with_a_fake_clock_runs_the_whole_retry_schedule() {
     // key -> reconsume counts seen, and successes
     let mut seen: BTreeMap<String, Vec<i32>> = BTreeMap::new();
     let mut ok: BTreeMap<String, usize> = BTreeMap::new();
-    let mut consume = |m: &rmqstore::engine::replay::ReplayMessage| {
+    let mut consume = |m: &rmqstore::engine::consume::replay::ReplayMessage| {
         let r = m.message().unwrap();
         let key = r.uniq_key().unwrap().into_owned();
         assert_eq!(

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use common::*;
 use rmqstore::engine::filter::TagFilter;
-use rmqstore::engine::query::Reader;
+use rmqstore::engine::store::reader::Reader;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::{prop, sysflag};
 use rmqstore::format::geometry::GeometryInputs;

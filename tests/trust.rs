@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Proc, Stdio};
 
 use common::*;
-use rmqstore::engine::index::IndexNaming;
-use rmqstore::engine::writer::{StoreWriter, WriterOptions};
+use rmqstore::engine::store::index_builder::IndexNaming;
+use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
 use rmqstore::format::commitlog::{encode_properties, Host, Message, MessageVersion};
 use rmqstore::format::geometry::{resolve, GeometryInputs, GeometryOverrides};
 

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use rmqstore::engine::dispatch::dispatch;
+use rmqstore::engine::store::dispatch::dispatch;
 use rmqstore::format::commitlog::write::EncodeError;
 use rmqstore::format::commitlog::{parse_record, MessageRef, Record, RecordIter, SegmentEnd};
 use rmqstore::format::error::Error;

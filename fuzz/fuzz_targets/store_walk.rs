@@ -10,8 +10,8 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use rmqstore::engine::repair::{apply, fixed_geometry, plan};
-use rmqstore::engine::verify::{verify, VerifyOptions};
+use rmqstore::engine::check::repair::{apply, fixed_geometry, plan};
+use rmqstore::engine::check::verify::{verify, VerifyOptions};
 use rmqstore::engine::Store;
 use rmqstore::format::geometry::{GeometryInputs, GeometryOverrides};
 

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::output;
+use crate::engine::broker::client_offsets::{ClientDir, ClientOffsets};
 use crate::engine::broker::EngineOptions;
-use crate::engine::client_offsets::{ClientDir, ClientOffsets};
 use crate::engine::Store;
 
 #[derive(Debug, Clone, Default, Args)]

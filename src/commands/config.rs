@@ -1,6 +1,6 @@
 //! `rmqstore config <STORE> topics|groups show|set|delete`: the topic and subscription-group
 //! config (`topics.json`, `subscriptionGroup.json`), shown and edited offline. An edit prints
-//! its changes and writes nothing unless `--apply` ([`crate::engine::config_admin`]).
+//! its changes and writes nothing unless `--apply` ([`crate::engine::admin::config`]).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use super::names;
 use super::output::{self, summary_line, typed_line};
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::config_admin::{self, ConfigChange};
-use crate::engine::safedir::StoreLock;
+use crate::engine::admin::{self, config::ConfigChange};
+use crate::engine::store::safedir::StoreLock;
 use crate::engine::Store;
 use crate::format::config::{load, ConfigFile, SubscriptionGroups, TopicConfigs};
 
@@ -154,7 +154,7 @@ impl Edits<TopicConfigs> for TopicEdits<'_> {
     }
     fn properties(&self, v: &TopicConfigs, name: &str) -> Vec<(&'static str, String)> {
         v.get(name)
-            .map(config_admin::topic_properties)
+            .map(admin::config::topic_properties)
             .unwrap_or_default()
     }
     fn set(
@@ -165,12 +165,12 @@ impl Edits<TopicConfigs> for TopicEdits<'_> {
         force: bool,
         now: i64,
     ) -> anyhow::Result<Vec<ConfigChange>> {
-        Ok(config_admin::set_topic(
+        Ok(admin::config::set_topic(
             v, self.store, name, pairs, force, now,
         )?)
     }
     fn delete(&self, v: &mut TopicConfigs, name: &str, now: i64) -> Vec<ConfigChange> {
-        config_admin::delete_topic(v, name, now)
+        admin::config::delete_topic(v, name, now)
     }
 }
 
@@ -182,7 +182,7 @@ impl Edits<SubscriptionGroups> for GroupEdits {
     }
     fn properties(&self, v: &SubscriptionGroups, name: &str) -> Vec<(&'static str, String)> {
         v.get(name)
-            .map(config_admin::group_properties)
+            .map(admin::config::group_properties)
             .unwrap_or_default()
     }
     fn set(
@@ -193,10 +193,10 @@ impl Edits<SubscriptionGroups> for GroupEdits {
         _force: bool,
         now: i64,
     ) -> anyhow::Result<Vec<ConfigChange>> {
-        Ok(config_admin::set_group(v, name, pairs, now)?)
+        Ok(admin::config::set_group(v, name, pairs, now)?)
     }
     fn delete(&self, v: &mut SubscriptionGroups, name: &str, now: i64) -> Vec<ConfigChange> {
-        config_admin::delete_group(v, name, now)
+        admin::config::delete_group(v, name, now)
     }
 }
 
@@ -312,7 +312,7 @@ fn edit<T: ConfigFile + Clone>(
         )?;
     }
     if let (true, Some(lock)) = (applied, lock) {
-        let backup = config_admin::save_under_lock(&lock, &value, "config")?;
+        let backup = admin::config::save_under_lock(&lock, &value, "config")?;
         output::note_written(&store.config_dir().join(T::FILE_NAME), backup);
     }
     Ok(ExitStatus::Success)

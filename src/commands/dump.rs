@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use super::line_format::{LineArgs, Style};
 use super::output::{self, format_time, json_line, BodyMode, MessageJson};
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::query::{walk_segment, Reader};
+use crate::engine::store::reader::{walk_segment, Reader};
 use crate::engine::store::StorePath;
 use crate::engine::Store;
 use crate::format::checkpoint::Checkpoint;

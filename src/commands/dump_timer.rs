@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::output::{format_time, summary_line, typed_line};
 use super::ExitStatus;
-use crate::engine::timer::read_checkpoint;
+use crate::engine::store::timer_files::read_checkpoint;
 use crate::format::java::string_hash;
 use crate::format::timer::log::LogStop;
 use crate::format::timer::metrics::parse_timing_counts;

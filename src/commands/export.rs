@@ -26,12 +26,12 @@ use super::output::{json_line, parse_time_arg, BodyMode, MessageJson};
 use super::pull::{open_engine, use_client_dir, EngineArgs};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
+use crate::engine::broker::pull::BrokerRole;
+use crate::engine::broker::transaction::HalfState;
 use crate::engine::broker::Engine;
-use crate::engine::export::{
+use crate::engine::consume::export::{
     plan_export, write_store, ExportItem, ExportOptions, ExportPlan, ExportSource, Include,
 };
-use crate::engine::pull::BrokerRole;
-use crate::engine::transaction::HalfState;
 use crate::engine::Store;
 use crate::format::commitlog::read::{parse_record, Record};
 

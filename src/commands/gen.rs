@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{output, ExitStatus};
-use crate::engine::generate::{generate, GenOptions};
+use crate::engine::store::generate::{generate, GenOptions};
 use crate::format::geometry::{resolve, GeometryInputs, GeometryOverrides};
 
 #[derive(Debug, Args)]

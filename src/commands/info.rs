@@ -15,11 +15,11 @@ use serde::Serialize;
 
 use super::output::format_time;
 use super::{output, ExitStatus, GeometryArgs};
-use crate::engine::dispatch::{
+use crate::engine::store::dispatch::{
     is_system_topic, DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
 };
-use crate::engine::query::Reader;
+use crate::engine::store::reader::Reader;
 use crate::engine::Store;
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
@@ -60,7 +60,7 @@ pub struct Info {
     pub transactions: TransactionInfo,
     /// 5.x timer messages on `rmq_sys_wheel_timer` (null when the store has none), judged at
     /// the time `info` runs.
-    pub timers: Option<crate::engine::timer::TimerCounts>,
+    pub timers: Option<crate::engine::broker::timer::TimerCounts>,
 }
 
 #[derive(Debug, Serialize)]
@@ -346,10 +346,13 @@ pub fn gather(store: &Store) -> anyhow::Result<Info> {
 }
 
 /// Timer messages pending and delivered, through a read-only engine over the store.
-fn timers(store: &Store, notes: &mut Vec<String>) -> Option<crate::engine::timer::TimerCounts> {
+fn timers(
+    store: &Store,
+    notes: &mut Vec<String>,
+) -> Option<crate::engine::broker::timer::TimerCounts> {
     use crate::engine::broker::{Engine, EngineOptions};
     store.queue(crate::format::timer::TIMER_TOPIC, 0)?;
-    let clock = std::sync::Arc::new(crate::engine::clock::SystemClock);
+    let clock = std::sync::Arc::new(crate::engine::broker::clock::SystemClock);
     let opts = EngineOptions::for_store(store);
     match Engine::open_read_only(store.clone(), None, clock, opts) {
         Ok(e) => Some(e.timer_report(false).counts(e.now())),

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::engine::broker::Engine;
-use crate::engine::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
+use crate::engine::store::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
 
 /// Most known names listed when none is close to the one given.
 const LIST_AT_MOST: usize = 8;

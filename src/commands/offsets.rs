@@ -5,7 +5,7 @@
 //! - `clone --from G1 --to G2 [--topic T]`, `delete --group G [--topic T]`.
 //!
 //! A change prints its plan (old and new offset, messages re-delivered or skipped per queue)
-//! and writes nothing unless `--apply` ([`crate::engine::offset_admin`] says how it writes).
+//! and writes nothing unless `--apply` ([`crate::engine::admin::offsets`] says how it writes).
 //!
 //! With `--client-dir DIR` (before `show` or `set`) the offsets are a broadcasting consumer's
 //! `DIR/offsets.json` instead ([`super::client_dir`]): `show` and `set` work the same, `set
@@ -23,9 +23,12 @@ use super::names;
 use super::output::{self, parse_time_arg, summary_line, typed_line};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::offset_admin::{self, OffsetPlan, QueueChange, Target};
-use crate::engine::query::{detect_broker_version, BrokerVersion};
-use crate::engine::safedir::StoreLock;
+use crate::engine::admin::{
+    self,
+    offsets::{OffsetPlan, QueueChange, Target},
+};
+use crate::engine::store::safedir::StoreLock;
+use crate::engine::store::version::{detect_broker_version, BrokerVersion};
 use crate::engine::Store;
 use crate::format::config::ConsumerOffsets;
 
@@ -207,7 +210,7 @@ fn run_client(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus
         return Ok(ExitStatus::Success);
     };
     known_topic(&s.topic)?;
-    let plan = offset_admin::plan_set(
+    let plan = admin::offsets::plan_set(
         &store,
         &table,
         &group,
@@ -244,7 +247,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     // held from before the table is read until it is written: no broker runs meanwhile
     let lock = applying.then(|| StoreLock::acquire(&a.store)).transpose()?;
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
-    let table = offset_admin::load_offsets(&store)?;
+    let table = admin::offsets::load_offsets(&store)?;
     let groups: Vec<&str> = table.iter().map(|(_, g, _)| g).collect();
     let known_group = |g: &str| {
         names::ensure_known(
@@ -271,7 +274,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 .as_deref()
                 .ok_or_else(|| anyhow::anyhow!("set needs --group G (or --client-dir DIR)"))?;
             known_topic(&s.topic)?;
-            let plan = offset_admin::plan_set(
+            let plan = admin::offsets::plan_set(
                 &store,
                 &table,
                 group,
@@ -292,7 +295,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             }
             (
                 "clone",
-                offset_admin::plan_clone(&store, &table, &c.from, &c.to, c.topic.as_deref())?,
+                admin::offsets::plan_clone(&store, &table, &c.from, &c.to, c.topic.as_deref())?,
                 &c.apply,
             )
         }
@@ -303,7 +306,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             }
             (
                 "delete",
-                offset_admin::plan_delete(&store, &table, &d.group, d.topic.as_deref())?,
+                admin::offsets::plan_delete(&store, &table, &d.group, d.topic.as_deref())?,
                 &d.apply,
             )
         }
@@ -312,7 +315,7 @@ pub fn run(a: &OffsetsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let Some(lock) = lock.filter(|_| !plan.is_empty()) else {
         return Ok(ExitStatus::Success);
     };
-    let backup = offset_admin::apply(&lock, &plan)?;
+    let backup = admin::offsets::apply(&lock, &plan)?;
     output::note_written(&store.config_dir().join("consumerOffset.json"), backup);
     Ok(ExitStatus::Success)
 }
@@ -456,7 +459,9 @@ fn print_plan(
 
 /// A check that a topic name is one of the store's (consume queues or config/topics.json).
 fn topic_check(store: &Store) -> impl Fn(&str) -> anyhow::Result<()> {
-    let topics: Vec<String> = crate::engine::query::Reader::new(store).topics().to_vec();
+    let topics: Vec<String> = crate::engine::store::reader::Reader::new(store)
+        .topics()
+        .to_vec();
     move |t: &str| {
         names::ensure_known(
             "topic",

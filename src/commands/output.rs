@@ -81,7 +81,7 @@ pub fn commitlog_data_bytes(segments: &[crate::format::commitlog::read::Segment]
     let tail = crate::format::entry::open_regular(&last.path)
         .ok()
         .and_then(|f| {
-            crate::engine::safedir::data_ranges(&f, last.len)
+            crate::engine::store::safedir::data_ranges(&f, last.len)
                 .last()
                 .map(|r| r.1)
         })
@@ -142,7 +142,7 @@ pub fn painted(text: &str, paint: Paint, to_stderr: bool) -> String {
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
-pub use crate::engine::message_json::{encode_body, BodyMode, MessageJson};
+pub use crate::engine::store::message_json::{encode_body, BodyMode, MessageJson};
 
 /// `--body`: the names of [`BodyMode::ALL`], each with its help line.
 pub fn body_mode_parser() -> impl clap::builder::TypedValueParser<Value = BodyMode> {
@@ -157,8 +157,8 @@ pub fn body_mode_parser() -> impl clap::builder::TypedValueParser<Value = BodyMo
 
 /// `--role`: the broker's role.
 pub fn broker_role_parser(
-) -> impl clap::builder::TypedValueParser<Value = crate::engine::pull::BrokerRole> {
-    use crate::engine::pull::BrokerRole;
+) -> impl clap::builder::TypedValueParser<Value = crate::engine::broker::pull::BrokerRole> {
+    use crate::engine::broker::pull::BrokerRole;
     use clap::builder::{PossibleValuesParser, TypedValueParser};
     PossibleValuesParser::new(["master", "slave"]).map(|name| {
         if name == "slave" {
@@ -221,7 +221,7 @@ mod tests {
 /// (`2026-11-30`, midnight) or date-time (`2026-11-30T10:15:00`, seconds and `.SSS` optional, a
 /// space accepted for `T`), with a zone (`Z`, `+08:00`) or else in the local time zone.
 pub fn parse_time(s: &str) -> anyhow::Result<i64> {
-    crate::engine::clock::parse_time(s, crate::engine::clock::Zoneless::Local)
+    crate::engine::broker::clock::parse_time(s, crate::engine::broker::clock::Zoneless::Local)
         .map_err(|e| anyhow::anyhow!(e))
 }
 
@@ -307,7 +307,7 @@ mod time_tests {
 /// and the pending count per real topic.
 pub fn write_timer_counts(
     out: &mut dyn Write,
-    t: &crate::engine::timer::TimerCounts,
+    t: &crate::engine::broker::timer::TimerCounts,
 ) -> std::io::Result<()> {
     writeln!(
         out,

@@ -23,13 +23,13 @@ use super::output::{format_time, parse_time_arg, summary_line, typed_line};
 use super::pull::{open_engine, use_client_dir, EngineArgs};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
+use crate::engine::broker::pull::BrokerRole;
+use crate::engine::broker::schedule::DelayedMessage;
+use crate::engine::broker::timer::{TimerCounts, TimerMessage};
+use crate::engine::broker::transaction::{PendingTransaction, TRANS_CHECK_GROUP};
 use crate::engine::broker::Engine;
-use crate::engine::dispatch::RETRY_PREFIX;
-use crate::engine::pull::BrokerRole;
-use crate::engine::retry::{dlq_topic, retry_topic};
-use crate::engine::schedule::DelayedMessage;
-use crate::engine::timer::{TimerCounts, TimerMessage};
-use crate::engine::transaction::{PendingTransaction, TRANS_CHECK_GROUP};
+use crate::engine::store::dispatch::RETRY_PREFIX;
+use crate::engine::store::dispatch::{dlq_topic, retry_topic};
 use crate::engine::Store;
 use crate::format::timer::TIMER_TOPIC;
 
@@ -239,8 +239,8 @@ pub fn pending(engine: &Engine, only: Option<&str>, all: bool) -> anyhow::Result
             .filter(|d| d.level == level && bound_for_shown(d.real_topic.as_deref()))
             .collect();
         let (_, max) = engine.queue_bounds(
-            crate::engine::dispatch::SCHEDULE_TOPIC,
-            crate::engine::schedule::queue_id_of_level(level),
+            crate::engine::store::dispatch::SCHEDULE_TOPIC,
+            crate::engine::broker::schedule::queue_id_of_level(level),
         );
         if mine.is_empty() && (max == 0 || only.is_some()) {
             continue;

@@ -31,12 +31,12 @@ use super::names;
 use super::output::{parse_time_arg, BodyMode};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
+use crate::engine::broker::clock::{Clock, FakeClock, SystemClock};
+use crate::engine::broker::pull::{BrokerRole, MessageFilter, PullRequest, DEFAULT_PULL_BATCH};
 use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
-use crate::engine::clock::{Clock, FakeClock, SystemClock};
+use crate::engine::filter::sql::{SqlDialect, SqlFilter};
 use crate::engine::filter::TagFilter;
-use crate::engine::pull::{BrokerRole, MessageFilter, PullRequest, DEFAULT_PULL_BATCH};
-use crate::engine::query::BrokerVersion;
-use crate::engine::sql::{SqlDialect, SqlFilter};
+use crate::engine::store::version::BrokerVersion;
 use crate::engine::Store;
 
 #[derive(Debug, Args)]

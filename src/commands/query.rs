@@ -25,7 +25,8 @@ use super::names;
 use super::output::{self, parse_time_arg, BodyMode};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::filter::TagFilter;
-use crate::engine::query::{detect_broker_version, BrokerVersion, Hit, Reader, WindowQuery};
+use crate::engine::store::reader::{Hit, Reader, WindowQuery};
+use crate::engine::store::version::{detect_broker_version, BrokerVersion};
 use crate::engine::Store;
 
 /// Default and largest `--max` for index lookups (`maxMsgsNumBatch`).

@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{output, ExitStatus, GeometryArgs};
-use crate::engine::index::IndexNaming;
-use crate::engine::rebuild::{rebuild, RebuildOptions, RebuildSummary};
-use crate::engine::safedir::{
+use crate::engine::check::rebuild::{rebuild, RebuildOptions, RebuildSummary};
+use crate::engine::store::index_builder::IndexNaming;
+use crate::engine::store::paths;
+use crate::engine::store::safedir::{
     failpoint, finish_interrupted, stamp, switch_root, sync_tree, StoreLock, STAGE_MARKER,
 };
-use crate::engine::store::paths;
 use crate::engine::Store;
 use crate::format::layout::ensure_outside_stores;
 
@@ -248,7 +248,7 @@ fn stage_rebuild(
     progress: &(dyn Fn(u64) + Sync),
 ) -> anyhow::Result<RebuildSummary> {
     std::fs::create_dir_all(stage)?;
-    crate::engine::safedir::write_new(&stage.join(STAGE_MARKER), b"")?;
+    crate::engine::store::safedir::write_new(&stage.join(STAGE_MARKER), b"")?;
     let rebuilt = |n: &str| {
         (opts.consumequeue && n == paths::CONSUMEQUEUE) || (opts.index && n == paths::INDEX)
     };
@@ -258,7 +258,7 @@ fn stage_rebuild(
         if n == STAGE_MARKER || n.to_str().is_some_and(rebuilt) {
             continue;
         }
-        crate::engine::safedir::link_all(&e.path(), &stage.join(&n))?;
+        crate::engine::store::safedir::link_all(&e.path(), &stage.join(&n))?;
     }
     let summary = match rebuild(store, stage, opts, progress) {
         Ok(s) => s,
@@ -299,8 +299,8 @@ fn keep_old_folders(
             std::fs::rename(&old, dir.join(name))?;
         }
     }
-    crate::engine::safedir::sync_dir(&dir)?;
-    let left = crate::engine::safedir::drop_links(before, root)?;
+    crate::engine::store::safedir::sync_dir(&dir)?;
+    let left = crate::engine::store::safedir::drop_links(before, root)?;
     if !left.is_empty() {
         eprintln!(
             "rmqstore: note: {} entries of the old store are not links of the new one and stay in {}",
@@ -308,6 +308,6 @@ fn keep_old_folders(
             before.display()
         );
     }
-    crate::engine::safedir::sync_dir(root)?;
+    crate::engine::store::safedir::sync_dir(root)?;
     Ok(())
 }

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{output, ExitStatus, GeometryArgs};
-use crate::engine::repair::{apply, fixed_geometry, plan, Manifest, Plan, STAGE_MARKER};
-use crate::engine::safedir::{failpoint, finish_interrupted, stamp, switch_root, StoreLock};
-use crate::engine::verify::{verify, VerifyOptions};
+use crate::engine::check::repair::{apply, fixed_geometry, plan, Manifest, Plan, STAGE_MARKER};
+use crate::engine::check::verify::{verify, VerifyOptions};
+use crate::engine::store::safedir::{failpoint, finish_interrupted, stamp, switch_root, StoreLock};
 use crate::engine::Store;
 use crate::format::layout::ensure_outside_stores;
 
@@ -146,7 +146,7 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .ok();
     } else {
         let _ = std::fs::remove_file(stage.join(STAGE_MARKER));
-        crate::engine::safedir::sync_dir(&stage)?;
+        crate::engine::store::safedir::sync_dir(&stage)?;
         print(a, out, &p, Some(&manifest), Some((&dest, &repair_name)))?;
     }
     drop(lock);

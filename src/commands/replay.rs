@@ -38,13 +38,13 @@ use super::names;
 use super::output::{parse_time_arg, BodyMode, MessageJson};
 use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
+use crate::engine::broker::clock::{Clock, SystemClock};
 use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
-use crate::engine::clock::{Clock, SystemClock};
-use crate::engine::export::group_topics;
-use crate::engine::query::BrokerVersion;
-use crate::engine::replay::{
+use crate::engine::consume::export::group_topics;
+use crate::engine::consume::replay::{
     Completion, Outcome, ReplayMessage, ReplayOptions, Replayer, ScaledClock,
 };
+use crate::engine::store::version::BrokerVersion;
 use crate::engine::Store;
 use crate::format::commitlog::MessageRef;
 
@@ -396,7 +396,7 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             )?;
         }
     }
-    let dlq = crate::engine::retry::dlq_topic(&group);
+    let dlq = crate::engine::store::dispatch::dlq_topic(&group);
     if stats.dead_lettered > 0 && stats.consumed == 0 {
         eprintln!(
             "rmqstore: every message delivered failed: {} went to {dlq}, none was consumed",

@@ -12,10 +12,10 @@ use serde::Serialize;
 use super::names;
 use super::output::{self, format_time, parse_time_arg};
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::query::Reader;
-use crate::engine::trace::{
+use crate::engine::consume::trace::{
     find_traces, Lookup, MessageTrace, TraceError, TraceQuery, TraceReport, TraceTarget,
 };
+use crate::engine::store::reader::Reader;
 use crate::engine::Store;
 use crate::format::trace::DEFAULT_TRACE_TOPIC;
 

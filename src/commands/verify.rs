@@ -16,8 +16,10 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use super::{output, ExitStatus, GeometryArgs};
-use crate::engine::recovery::{self, RecoveryPlan};
-use crate::engine::verify::{verify, Part, Phase, Report, VerifyOptions, DEFAULT_MAX_PER_CODE};
+use crate::engine::check::recovery::{self, RecoveryPlan};
+use crate::engine::check::verify::{
+    verify, Part, Phase, Report, VerifyOptions, DEFAULT_MAX_PER_CODE,
+};
 use crate::engine::Store;
 use crate::format::finding::{Finding, Severity};
 

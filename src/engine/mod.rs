@@ -1,36 +1,22 @@
-//! The store as a whole: opening it, the broker's dispatch rules, the one writer, the generator.
+//! The store as a whole, in folders by concern; nothing here imports upward (into `commands` or
+//! `tui`), and the folders depend on each other one way: `filter` on `format` only, `store` on
+//! `format` and `filter`, `check` and `admin` on `store`, `broker` on `store` and `filter`,
+//! `consume` on `broker` and `store`.
+//!
+//! - [`store`]: opening a store, its version, the random-access reader, the dispatch rules, the one
+//!   writer, the index builder, safe writes, the generator.
+//! - [`check`]: `verify`, what recovery would do, `rebuild` and `repair`.
+//! - [`filter`]: tag and SQL92 filters.
+//! - [`broker`]: the engine, a small broker over a store: pulls, offsets, rebalance, orderly
+//!   locks, retries, delayed and timer delivery, transactions, the clock.
+//! - [`admin`]: offline changes to consumer offsets and to topic and group config.
+//! - [`consume`]: handing messages on: export, replay, traces.
 
+pub mod admin;
 pub mod broker;
-pub mod client_offsets;
-pub mod clock;
-pub mod config_admin;
-pub mod dispatch;
-pub mod export;
+pub mod check;
+pub mod consume;
 pub mod filter;
-pub mod generate;
-pub mod headers;
-pub mod index;
-pub mod message_json;
-pub mod offset_admin;
-pub mod offsets;
-pub mod orderly;
-pub mod pull;
-pub mod query;
-pub mod rebalance;
-pub mod rebuild;
-pub mod recovery;
-pub mod repair;
-pub mod replay;
-pub mod retry;
-pub mod safedir;
-pub mod scan;
-pub mod schedule;
-pub mod sql;
 pub mod store;
-pub mod timer;
-pub mod trace;
-pub mod transaction;
-pub mod verify;
-pub mod writer;
 
 pub use store::Store;

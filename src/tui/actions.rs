@@ -2,7 +2,7 @@
 //! copy its id or body, page its body, save it as JSON.
 
 use super::app::{App, DetailSource, InputKind, Screen, TerminalRequest};
-use crate::engine::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
+use crate::engine::store::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
 use crate::format::commitlog::prop;
 
 impl App {
@@ -166,10 +166,10 @@ impl App {
         }
         match self.reader.message_at(o) {
             Ok(Some(loc)) => {
-                let j = crate::engine::message_json::MessageJson::new(
+                let j = crate::engine::store::message_json::MessageJson::new(
                     &loc.message,
                     loc.file,
-                    crate::engine::message_json::BodyMode::Auto,
+                    crate::engine::store::message_json::BodyMode::Auto,
                 );
                 let text = serde_json::to_string_pretty(&j).unwrap_or_default();
                 let written = std::fs::OpenOptions::new()

@@ -16,9 +16,9 @@ use super::filter::MessageFilter;
 use super::model::{load_view, GroupRow, GroupSummary, TopicRow};
 use super::paging::{MatchCount, PageScan};
 use super::time::{format_utc, parse_utc};
-use crate::engine::query::Reader;
-use crate::engine::recovery::plan as recovery_plan;
-use crate::engine::verify::{verify, VerifyOptions};
+use crate::engine::check::recovery::plan as recovery_plan;
+use crate::engine::check::verify::{verify, VerifyOptions};
+use crate::engine::store::reader::Reader;
 use crate::engine::Store;
 use crate::format::commitlog::MessageRef;
 use crate::format::finding::Finding;
@@ -175,7 +175,7 @@ pub struct App {
     /// The topic the clients' traces are in (`--trace-topic`).
     pub trace_topic: String,
     /// Traces per message (commitlog offset), looked up when its detail is first drawn.
-    pub trace_cache: HashMap<u64, Option<Arc<crate::engine::trace::TraceReport>>>,
+    pub trace_cache: HashMap<u64, Option<Arc<crate::engine::consume::trace::TraceReport>>>,
     pub groups: Vec<GroupRow>,
     pub group_summaries: Vec<GroupSummary>,
     pub summary_sel: usize,
@@ -799,7 +799,7 @@ impl App {
             Some(n) => (n, format!("queue offset {n}")),
             None => match parse_utc(text) {
                 Ok(ts) => {
-                    let v = crate::engine::query::detect_broker_version(self.store()).0;
+                    let v = crate::engine::store::version::detect_broker_version(self.store()).0;
                     match self.reader.offset_in_queue_by_time(&topic, q, ts, v) {
                         Ok(o) => (o.max(0) as u64, format!("{} UTC", format_utc(ts))),
                         Err(e) => {

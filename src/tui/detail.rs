@@ -13,7 +13,7 @@ use super::app::{App, BodyView};
 use super::time::format_utc as time;
 use super::traces::pane_lines;
 use super::ui::wrap;
-use crate::engine::dispatch::{
+use crate::engine::store::dispatch::{
     DLQ_PREFIX, RETRY_PREFIX, SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
 };
 use crate::format::commitlog::{prop, sysflag, MessageRef, TransactionType};
@@ -124,7 +124,7 @@ pub fn explain(m: &MessageRef<'_>, g: &crate::format::geometry::Geometry) -> Vec
         let level = p(prop::DELAY)
             .and_then(|d| d.parse::<i32>().ok())
             .unwrap_or(0);
-        let due = crate::engine::dispatch::deliver_timestamp(g, level, m.store_timestamp);
+        let due = crate::engine::store::dispatch::deliver_timestamp(g, level, m.store_timestamp);
         out.push(format!(
             "Delayed message (level {level}) parked for {} queue {}; due {} UTC.",
             p(prop::REAL_TOPIC).unwrap_or_default(),

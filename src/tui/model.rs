@@ -6,7 +6,7 @@
 //! group's retry and dead-letter queues are listed too when the group has no offset on them,
 //! so their size shows, but they do not count in any lag.
 
-use crate::engine::dispatch::{is_system_topic, DLQ_PREFIX, RETRY_PREFIX};
+use crate::engine::store::dispatch::{is_system_topic, DLQ_PREFIX, RETRY_PREFIX};
 use crate::engine::Store;
 use crate::format::config::{load, ConsumerOffsets};
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::app::MsgRow;
 use super::filter::MessageFilter;
-use crate::engine::query::Reader;
+use crate::engine::store::reader::Reader;
 use crate::format::consumequeue::ConsumeQueue;
 
 /// Units one scan step reads at most.

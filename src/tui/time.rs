@@ -16,7 +16,7 @@ pub fn format_utc(ms: i64) -> String {
 
 /// Epoch milliseconds, an ISO 8601 date-time with an offset, or one without (read as UTC).
 pub fn parse_utc(text: &str) -> Result<i64, String> {
-    crate::engine::clock::parse_time(text, crate::engine::clock::Zoneless::Utc)
+    crate::engine::broker::clock::parse_time(text, crate::engine::broker::clock::Zoneless::Utc)
 }
 
 #[cfg(test)]

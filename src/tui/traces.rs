@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 
 use super::app::App;
 use super::time::format_utc;
-use crate::engine::trace::{trace_of_message, TraceReport};
+use crate::engine::consume::trace::{trace_of_message, TraceReport};
 
 /// Trace messages a lookup without index files reads at most.
 pub const SCAN_AT_MOST: u64 = 2000;

@@ -1,0 +1,1378 @@
+//! What the broker would do to the store on its next start, worked out without changing anything
+//! (FORMAT.md 8.3; `DefaultMessageStore.load/recover`, `CommitLog.recoverNormally/recoverAbnormally`,
+//! `MappedFileQueue.truncateDirtyFiles`, `ConsumeQueue.truncateDirtyLogicFiles`,
+//! `IndexService.load`).
+//!
+//! The model is a pure function of the store: [`plan`] returns a [`RecoveryPlan`] that says normal
+//! or abnormal recovery, which commitlog file the scan starts from, where it cuts, which files it
+//! deletes, which consume queue units and index files it drops, and how many messages each step
+//! loses. `verify` builds the same plan from its own walk of every file ([`prepare`],
+//! [`walk_file`], [`finish`]) so the commitlog is read once; `repair` can follow the plan.
+//!
+//! The broker's release matters in two places (clean-start scan origin, dispatch during recovery);
+//! [`crate::engine::store::version`] reads the hints the files carry.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::engine::store::dispatch::SCHEDULE_TOPIC;
+use crate::engine::store::version::{guess_version, BrokerVersion, VersionGuess};
+use crate::engine::store::Store;
+use crate::format::bytes::{i32_at, i64_at};
+use crate::format::checkpoint::Checkpoint;
+use crate::format::commitlog::read::{parse_record, Record, Segment};
+use crate::format::commitlog::{prop, sysflag, MessageRef, TransactionType, MAGIC_V1, MAGIC_V2};
+use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
+use crate::format::error::Result;
+use crate::format::indexfile::{first_nonzero, IndexHeader};
+use crate::format::java::parse_int;
+use crate::format::mapped::Mapped;
+
+/// At most this many problems are kept per commitlog file; the rest are counted.
+pub const MAX_PROBLEMS_PER_FILE: usize = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Walking one commitlog file the way recovery does.
+
+/// Why the broker's walk of a file stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// A blank record: the walk goes on at the next file.
+    Blank,
+    /// Zeros, or too few bytes for a record header: the end of the data.
+    EndOfData,
+    /// A record that does not parse (magic, sizes, lengths, a bad DELAY).
+    BadRecord,
+    /// A body CRC mismatch (`checkCRCOnRecover`).
+    CrcMismatch,
+    /// Zeros where a record should start, with records after them.
+    ZeroHole,
+}
+
+impl StopReason {
+    /// True when the walk ends in this file (anything but a blank).
+    pub fn ends_scan(self) -> bool {
+        self != StopReason::Blank
+    }
+    /// True when the stop is damage rather than the normal end of the data.
+    pub fn is_damage(self) -> bool {
+        matches!(
+            self,
+            StopReason::BadRecord | StopReason::CrcMismatch | StopReason::ZeroHole
+        )
+    }
+}
+
+/// One thing wrong in a commitlog file, at a file position.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum WalkProblem {
+    /// A record that does not parse; `detail` says why.
+    BadRecord { pos: u64, detail: String },
+    /// A SCHEDULE_TOPIC_XXXX record whose DELAY is not a number (Java rejects the record).
+    BadDelay { pos: u64, value: String },
+    /// Stored BODYCRC differs from the CRC of the body.
+    CrcMismatch {
+        pos: u64,
+        stored: i32,
+        computed: u32,
+    },
+    /// `len` zero bytes where a record should start, followed by a record.
+    ZeroHole { pos: u64, len: u64 },
+    /// A blank record whose TOTALSIZE is not the bytes left in the file.
+    BlankSize { pos: u64, found: i32, expected: u64 },
+    /// Non-zero bytes from `pos` to `end` after the end of the data (or after a blank's 8
+    /// bytes); `stale` records from an earlier generation of the file were found in them.
+    DirtyTail { pos: u64, end: u64, stale: u64 },
+    /// A file that is not the last one and does not end with a blank record.
+    NoBlank { pos: u64 },
+}
+
+impl WalkProblem {
+    pub fn pos(&self) -> u64 {
+        match self {
+            WalkProblem::BadRecord { pos, .. }
+            | WalkProblem::BadDelay { pos, .. }
+            | WalkProblem::CrcMismatch { pos, .. }
+            | WalkProblem::ZeroHole { pos, .. }
+            | WalkProblem::BlankSize { pos, .. }
+            | WalkProblem::DirtyTail { pos, .. }
+            | WalkProblem::NoBlank { pos } => *pos,
+        }
+    }
+}
+
+/// What to do while walking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WalkOptions {
+    /// Check body CRCs as recovery does (`checkCRCOnRecover`, default true).
+    pub check_crc: bool,
+    /// Count records with index keys at or after this commitlog offset (before the stop).
+    pub keyed_from: u64,
+    /// Count records at or after this commitlog offset (before the stop).
+    pub counted_from: u64,
+}
+
+impl Default for WalkOptions {
+    fn default() -> Self {
+        WalkOptions {
+            check_crc: true,
+            keyed_from: u64::MAX,
+            counted_from: u64::MAX,
+        }
+    }
+}
+
+/// Where a visited record lies relative to the broker's walk of its file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordPlace {
+    /// Before the walk's stop: the broker's scan reads it.
+    Chain,
+    /// After a damaged spot, found by resynchronising: recovery would drop it if it cut here.
+    AfterStop,
+}
+
+/// The result of walking one commitlog file.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileWalk {
+    #[serde(serialize_with = "path_str")]
+    pub path: PathBuf,
+    pub start: u64,
+    pub len: u64,
+    /// File position where the broker's walk leaves the file, and why.
+    pub stop_pos: u64,
+    pub stop: StopReason,
+    /// Records and bytes before the stop.
+    pub records: u64,
+    pub bytes: u64,
+    /// Records and bytes found after the stop by resynchronising (PHYSICALOFFSET equal to the
+    /// position), not counting stale ones.
+    pub after_records: u64,
+    pub after_bytes: u64,
+    /// Records in a dirty tail that are older than the last good record: left behind by an
+    /// earlier truncation and never read by the broker.
+    pub stale_records: u64,
+    /// Start of the last record before the stop.
+    pub last_record_pos: Option<u64>,
+    /// STORETIMESTAMP of the last record before the stop, and the largest seen in the file.
+    pub last_store_timestamp: i64,
+    pub max_store_timestamp: i64,
+    /// Records before the stop with index keys at or after [`WalkOptions::keyed_from`].
+    pub keyed_from_count: u64,
+    /// Records before the stop at or after [`WalkOptions::counted_from`].
+    pub counted_from_count: u64,
+    pub problems: Vec<WalkProblem>,
+    pub problems_not_listed: u64,
+}
+
+fn path_str<S: serde::Serializer>(p: &Path, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_str(&p.display())
+}
+
+impl FileWalk {
+    fn new(seg: &Segment, len: usize) -> Self {
+        FileWalk {
+            path: seg.path.clone(),
+            start: seg.start,
+            len: len as u64,
+            stop_pos: 0,
+            stop: StopReason::EndOfData,
+            records: 0,
+            bytes: 0,
+            after_records: 0,
+            after_bytes: 0,
+            stale_records: 0,
+            last_record_pos: None,
+            last_store_timestamp: 0,
+            max_store_timestamp: 0,
+            keyed_from_count: 0,
+            counted_from_count: 0,
+            problems: Vec::new(),
+            problems_not_listed: 0,
+        }
+    }
+
+    fn problem(&mut self, p: WalkProblem) {
+        if self.problems.len() < MAX_PROBLEMS_PER_FILE {
+            self.problems.push(p);
+        } else {
+            self.problems_not_listed += 1;
+        }
+    }
+
+    /// Commitlog offset where the broker's walk leaves this file.
+    pub fn stop_offset(&self) -> u64 {
+        self.start.saturating_add(self.stop_pos)
+    }
+
+    /// True for the walk of a piece of a file that ran out of bytes exactly at `end` (file
+    /// position) with nothing wrong on the way: the walk of the next piece carries on from there
+    /// as if the file had been walked in one go.
+    pub fn ends_cleanly_at(&self, end: u64) -> bool {
+        self.stop == StopReason::EndOfData && self.stop_pos == end && self.is_clean()
+    }
+
+    /// Nothing wrong found: no problem, nothing after the stop.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+            && self.problems_not_listed == 0
+            && self.after_records == 0
+            && self.stale_records == 0
+    }
+
+    /// Join the walk of the next piece of the same file to this one, which must
+    /// [end cleanly](Self::ends_cleanly_at) where `next` starts.
+    pub fn join(self, next: FileWalk) -> FileWalk {
+        let (last_record_pos, last_store_timestamp) = match next.last_record_pos {
+            Some(p) => (Some(p), next.last_store_timestamp),
+            None => (self.last_record_pos, self.last_store_timestamp),
+        };
+        FileWalk {
+            records: self.records + next.records,
+            bytes: self.bytes + next.bytes,
+            last_record_pos,
+            last_store_timestamp,
+            max_store_timestamp: self.max_store_timestamp.max(next.max_store_timestamp),
+            keyed_from_count: self.keyed_from_count + next.keyed_from_count,
+            counted_from_count: self.counted_from_count + next.counted_from_count,
+            ..next
+        }
+    }
+}
+
+/// True when a record carries index keys: not ROLLBACK, and a UNIQ_KEY or a non-empty KEYS
+/// element (`IndexService.buildIndex`).
+pub fn has_index_keys(m: &MessageRef<'_>) -> bool {
+    if m.transaction_type() == TransactionType::Rollback {
+        return false;
+    }
+    m.properties.iter_raw().any(|(k, v)| {
+        k == prop::UNIQ_KEY.as_bytes()
+            || (k == prop::KEYS.as_bytes() && v.iter().any(|&b| b != b' '))
+    })
+}
+
+/// The position of the next record (or of a blank that fills the file) at or after `from`:
+/// a message magic whose record parses and whose PHYSICALOFFSET is its position, or a blank
+/// magic whose TOTALSIZE is exactly the bytes left.
+pub fn resync(buf: &[u8], from: usize, file_start: u64) -> Option<usize> {
+    let mut q = from;
+    loop {
+        let cand = crate::format::commitlog::read::next_magic(buf, q, true)?;
+        match parse_record(buf, cand, file_start, false) {
+            Ok(Record::Message(m)) if m.physical_offset == (file_start + cand as u64) as i64 => {
+                return Some(cand)
+            }
+            Ok(Record::Blank { size }) if size as i64 == (buf.len() - cand) as i64 => {
+                return Some(cand)
+            }
+            _ => q = cand + 1,
+        }
+    }
+}
+
+/// Walk one commitlog file (`buf` is its bytes) the way recovery does, and go on past the first
+/// failure by resynchronising, so the caller learns what a cut there would drop. `visit` sees
+/// every record found (not stale ones), with where it lies.
+pub fn walk_file<F>(buf: &[u8], seg: &Segment, o: &WalkOptions, visit: F) -> FileWalk
+where
+    F: FnMut(&MessageRef<'_>, RecordPlace),
+{
+    walk_on(None, buf, 0, seg, o, visit)
+}
+
+/// [`walk_file`] from file position `from`, a record boundary, continuing `before`, the walk
+/// of the bytes before `from` (which must be [clean](FileWalk::is_clean)). Walking a file in
+/// pieces (`buf` cut at the end of each piece but the last) gives the walk of the whole file by
+/// [`FileWalk::join`] when every piece but the last [ends cleanly](FileWalk::ends_cleanly_at).
+pub fn walk_on<F>(
+    before: Option<FileWalk>,
+    buf: &[u8],
+    from: usize,
+    seg: &Segment,
+    o: &WalkOptions,
+    mut visit: F,
+) -> FileWalk
+where
+    F: FnMut(&MessageRef<'_>, RecordPlace),
+{
+    let len = buf.len();
+    let mut w = match before {
+        Some(w) => FileWalk {
+            len: len as u64,
+            ..w
+        },
+        None => FileWalk::new(seg, len),
+    };
+    let mut stopped: Option<(usize, StopReason)> = None;
+    let mut pos = from;
+    let mut ahead = crate::format::mapped::ReadAhead::default();
+    loop {
+        ahead.touch(buf, pos);
+        match parse_record(buf, pos, seg.start, false) {
+            Ok(Record::Message(m)) => {
+                let size = m.raw.len();
+                let mut bad = None;
+                if m.topic == SCHEDULE_TOPIC {
+                    if let Some(d) = m.property(prop::DELAY) {
+                        if parse_int(&d).is_none() {
+                            w.problem(WalkProblem::BadDelay {
+                                pos: pos as u64,
+                                value: d.into_owned(),
+                            });
+                            bad = Some(StopReason::BadRecord);
+                        }
+                    }
+                }
+                if o.check_crc && bad.is_none() && !m.body.is_empty() && !m.body_crc_ok() {
+                    w.problem(WalkProblem::CrcMismatch {
+                        pos: pos as u64,
+                        stored: m.body_crc,
+                        computed: m.computed_body_crc(),
+                    });
+                    bad = Some(StopReason::CrcMismatch);
+                }
+                let stops_here = stopped.is_none() && bad.is_some();
+                if let (None, Some(r)) = (stopped, bad) {
+                    stopped = Some((pos, r));
+                }
+                w.max_store_timestamp = w.max_store_timestamp.max(m.store_timestamp);
+                if stops_here {
+                    // The record at the stop: dropped with the cut, but not "after" it.
+                    visit(&m, RecordPlace::AfterStop);
+                } else if stopped.is_none() {
+                    w.records += 1;
+                    w.bytes += size as u64;
+                    w.last_record_pos = Some(pos as u64);
+                    w.last_store_timestamp = m.store_timestamp;
+                    let at = seg.start.saturating_add(pos as u64);
+                    if at >= o.keyed_from && has_index_keys(&m) {
+                        w.keyed_from_count += 1;
+                    }
+                    if at >= o.counted_from {
+                        w.counted_from_count += 1;
+                    }
+                    visit(&m, RecordPlace::Chain);
+                } else {
+                    w.after_records += 1;
+                    w.after_bytes += size as u64;
+                    visit(&m, RecordPlace::AfterStop);
+                }
+                pos += size;
+            }
+            Ok(Record::Blank { size }) => {
+                let left = (len - pos) as u64;
+                if size as i64 != left as i64 {
+                    w.problem(WalkProblem::BlankSize {
+                        pos: pos as u64,
+                        found: size,
+                        expected: left,
+                    });
+                }
+                if stopped.is_none() {
+                    stopped = Some((pos, StopReason::Blank));
+                }
+                let tail = pos + crate::format::commitlog::END_FILE_MIN_BLANK_LENGTH;
+                dirty_tail(buf, tail.min(len), seg, &mut w);
+                break;
+            }
+            Ok(Record::EndOfData) => {
+                let Some(z) = first_nonzero_from(buf, pos, &seg.path).map(|p| p - pos) else {
+                    if stopped.is_none() {
+                        stopped = Some((pos, StopReason::EndOfData));
+                    }
+                    break;
+                };
+                match resync(buf, pos + z.saturating_sub(3), seg.start) {
+                    // Records follow the zeros: a hole, not the end.
+                    Some(next) if !is_stale(buf, next, seg.start, &w) => {
+                        w.problem(WalkProblem::ZeroHole {
+                            pos: pos as u64,
+                            len: (next - pos) as u64,
+                        });
+                        if stopped.is_none() {
+                            stopped = Some((pos, StopReason::ZeroHole));
+                        }
+                        pos = next;
+                    }
+                    _ => {
+                        if stopped.is_none() {
+                            stopped = Some((pos, StopReason::EndOfData));
+                        }
+                        dirty_tail(buf, pos, seg, &mut w);
+                        break;
+                    }
+                }
+            }
+            Err(e) => {
+                let next = resync(buf, pos + 1, seg.start);
+                let live_after = next.is_some_and(|n| !is_stale(buf, n, seg.start, &w));
+                let magic = i32_at(buf, pos + 4);
+                let looks_like_record = magic == Some(MAGIC_V1) || magic == Some(MAGIC_V2);
+                if !live_after && !looks_like_record {
+                    // Bytes that are not a record, with nothing live after them: the end of the
+                    // data followed by leftovers (a dirty tail), not damage to a record.
+                    if stopped.is_none() {
+                        stopped = Some((pos, StopReason::EndOfData));
+                    }
+                    dirty_tail(buf, pos, seg, &mut w);
+                    break;
+                }
+                w.problem(WalkProblem::BadRecord {
+                    pos: pos as u64,
+                    detail: e.kind.to_string(),
+                });
+                if stopped.is_none() {
+                    stopped = Some((pos, StopReason::BadRecord));
+                }
+                match next {
+                    Some(n) if live_after => pos = n,
+                    Some(n) => {
+                        dirty_tail(buf, n, seg, &mut w);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+    let (stop_pos, stop) = stopped.unwrap_or((pos.min(len), StopReason::EndOfData));
+    w.stop_pos = stop_pos as u64;
+    w.stop = stop;
+    w
+}
+
+/// True when the record at `at` is older than the last good record of the walk so far: left
+/// behind by an earlier truncation rather than live data.
+fn is_stale(buf: &[u8], at: usize, file_start: u64, w: &FileWalk) -> bool {
+    match parse_record(buf, at, file_start, false) {
+        Ok(Record::Message(m)) => w.records > 0 && m.store_timestamp < w.last_store_timestamp,
+        _ => false,
+    }
+}
+
+/// Record non-zero bytes from `from` to the end of `buf`, counting stale records in them.
+fn dirty_tail(buf: &[u8], from: usize, seg: &Segment, w: &mut FileWalk) {
+    let file_start = seg.start;
+    let Some(rest) = buf.get(from..) else { return };
+    let Some(z) = first_nonzero_from(buf, from, &seg.path).map(|p| p - from) else {
+        return;
+    };
+    let end = crate::format::indexfile::last_nonzero(rest).map_or(z, |l| l + 1);
+    let mut stale = 0u64;
+    let mut q = from + z.saturating_sub(3);
+    while let Some(n) = resync(buf, q, file_start) {
+        match parse_record(buf, n, file_start, false) {
+            Ok(Record::Message(m)) => {
+                stale += 1;
+                q = n + m.raw.len();
+            }
+            _ => break,
+        }
+    }
+    w.stale_records += stale;
+    w.problem(WalkProblem::DirtyTail {
+        pos: (from + z) as u64,
+        end: (from + end) as u64,
+        stale,
+    });
+}
+
+/// Position of the first non-zero byte at or after `from`, skipping the holes of a sparse file
+/// (`SEEK_DATA`/`SEEK_HOLE`) instead of faulting them in through the map: a broker's
+/// pre-allocated file is mostly hole.
+pub(crate) fn first_nonzero_from(buf: &[u8], from: usize, path: &Path) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    if let Some(r) = sparse_first_nonzero(buf, from, path) {
+        return r;
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = path;
+    first_nonzero(buf.get(from..)?).map(|z| from + z)
+}
+
+/// `None` when the file system cannot say where the data is.
+#[cfg(target_os = "linux")]
+fn sparse_first_nonzero(buf: &[u8], from: usize, path: &Path) -> Option<Option<usize>> {
+    use nix::unistd::{lseek, Whence};
+    let f = crate::format::entry::open_regular(path).ok()?;
+    let len = i64::try_from(buf.len()).ok()?;
+    let mut at = i64::try_from(from).ok()?;
+    loop {
+        if at >= len {
+            return Some(None);
+        }
+        let d = match lseek(&f, at, Whence::SeekData) {
+            Ok(d) => d,
+            Err(nix::errno::Errno::ENXIO) => return Some(None),
+            Err(_) => return None,
+        };
+        if d >= len {
+            return Some(None);
+        }
+        let h = lseek(&f, d, Whence::SeekHole).ok()?.clamp(d, len);
+        let region = buf.get(usize::try_from(d).ok()?..usize::try_from(h).ok()?)?;
+        if let Some(z) = first_nonzero(region) {
+            return Some(Some(usize::try_from(d).ok()? + z));
+        }
+        if h <= at {
+            return None;
+        }
+        at = h;
+    }
+}
+
+/// A blank at the end of every file that has data after it (`CommitLog.doAppend` always leaves
+/// room for one): adds a `NoBlank` problem where such a file lacks one. All-zero later files
+/// (pre-allocated by the broker) do not count as data.
+pub fn mark_missing_blanks(walks: &mut [FileWalk]) {
+    let n = walks.len();
+    for i in 0..n {
+        let later_data = walks
+            .iter()
+            .skip(i + 1)
+            .any(|w| w.records + w.after_records > 0 || !w.problems.is_empty());
+        if let Some(w) = walks.get_mut(i) {
+            if later_data && w.stop != StopReason::Blank && !w.stop.is_damage() {
+                let pos = w.stop_pos;
+                w.problem(WalkProblem::NoBlank { pos });
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan.
+
+/// Normal (clean shutdown) or abnormal (abort file present) recovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RecoveryMode {
+    Normal,
+    Abnormal,
+}
+
+/// A file named by path and start offset.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileRef {
+    #[serde(serialize_with = "path_str")]
+    pub path: PathBuf,
+    pub start: u64,
+}
+
+/// A commitlog file recovery deletes (`truncateDirtyFiles`), with what it holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeletedFile {
+    #[serde(serialize_with = "path_str")]
+    pub path: PathBuf,
+    pub start: u64,
+    pub messages: u64,
+    pub bytes: u64,
+}
+
+/// Consume queue units recovery drops (`truncateDirtyLogicFiles`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueTruncation {
+    pub topic: String,
+    pub queue_id: i32,
+    /// First queue offset dropped; the queue's max offset afterwards.
+    pub from_queue_offset: u64,
+    pub units: u64,
+    /// Files deleted whole (their first unit is dropped).
+    pub deleted_files: Vec<String>,
+}
+
+/// An index file recovery deletes (`IndexService.load(lastExitOK=false)`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct IndexDrop {
+    #[serde(serialize_with = "path_str")]
+    pub path: PathBuf,
+    pub entries: u64,
+    #[serde(rename = "begin_commitlog_offset")]
+    pub begin_phy_offset: i64,
+    #[serde(rename = "end_commitlog_offset")]
+    pub end_phy_offset: i64,
+    pub end_timestamp: i64,
+}
+
+/// Where the scan cuts and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Cut {
+    /// `processOffset`: the commitlog's max offset after recovery (`commitlog_offset` in JSON).
+    #[serde(rename = "commitlog_offset")]
+    pub offset: u64,
+    #[serde(serialize_with = "path_str")]
+    pub file: PathBuf,
+    /// Position of the cut inside `file` (`file_offset` in JSON).
+    #[serde(rename = "file_offset")]
+    pub pos: u64,
+    pub reason: StopReason,
+    /// Valid-looking records after the cut (in the cut file and every later file).
+    pub messages_dropped: u64,
+    pub bytes_dropped: u64,
+}
+
+/// Everything the broker would do on its next start, and what each step costs.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecoveryPlan {
+    pub version: VersionGuess,
+    pub mode: RecoveryMode,
+    /// The `abort` file exists.
+    pub abort_present: bool,
+    /// The pid a 5.x broker wrote into `abort`.
+    pub abort_pid: Option<u32>,
+    pub checkpoint: Option<Checkpoint>,
+    /// `getMinTimestamp()` of the checkpoint (abnormal recovery compares file start times to it).
+    pub checkpoint_min_timestamp: Option<i64>,
+    /// Reasons the broker would refuse to start (file sizes, foreign names).
+    pub refuses_to_start: Vec<String>,
+    /// The largest `offset + size` of any consume queue's last unit (`maxPhyOffsetOfConsumeQueue`;
+    /// `max_commitlog_offset_of_consume_queue` in JSON).
+    #[serde(rename = "max_commitlog_offset_of_consume_queue")]
+    pub max_phy_offset_of_consume_queue: u64,
+    /// Where the commitlog scan starts and why.
+    pub start_file: Option<FileRef>,
+    pub start_reason: String,
+    /// Where it cuts (None without commitlog files).
+    pub cut: Option<Cut>,
+    /// Commitlog files deleted whole because they lie after the cut.
+    pub deleted_files: Vec<DeletedFile>,
+    /// Consume queue units dropped because they point at or after the cut.
+    pub queue_truncations: Vec<QueueTruncation>,
+    /// Commitlog offsets `[from, to)` whose records are dispatched again (consume queues and
+    /// index rebuilt), and how many records that is.
+    pub redispatch_from: u64,
+    pub redispatch_to: u64,
+    pub redispatched_messages: u64,
+    /// Index files deleted on an unclean start.
+    pub index_files_deleted: Vec<IndexDrop>,
+    /// Records with index keys whose entries are deleted and not rebuilt (they lie before the
+    /// re-dispatch start but after the last kept index file).
+    pub index_records_lost: u64,
+    /// True when the body CRC was checked as the broker does (`checkCRCOnRecover`).
+    pub crc_checked: bool,
+    pub notes: Vec<String>,
+}
+
+impl RecoveryPlan {
+    /// Messages recovery drops from the commitlog.
+    pub fn messages_dropped(&self) -> u64 {
+        self.cut.as_ref().map_or(0, |c| c.messages_dropped)
+    }
+
+    /// True when recovery loses nothing: no records, units or index entries dropped.
+    pub fn loses_nothing(&self) -> bool {
+        self.refuses_to_start.is_empty()
+            && self.messages_dropped() == 0
+            && self.queue_truncations.is_empty()
+            && self.index_records_lost == 0
+    }
+
+    /// The steps as sentences, in the order the broker takes them.
+    pub fn steps(&self) -> Vec<String> {
+        let mut s = Vec::new();
+        s.push(match self.mode {
+            RecoveryMode::Normal => "no abort file: the last shutdown was clean; the broker runs \
+                normal recovery (recoverNormally)"
+                .to_string(),
+            RecoveryMode::Abnormal => {
+                format!(
+                "abort file present{}: the last shutdown was unclean; the broker runs abnormal \
+                 recovery (recoverAbnormally)",
+                self.abort_pid.map(|p| format!(" (pid {p})")).unwrap_or_default()
+            )
+            }
+        });
+        if let Some(c) = &self.checkpoint {
+            s.push(format!(
+                "checkpoint: physicMsgTimestamp {}, logicsMsgTimestamp {}, indexMsgTimestamp {}{}",
+                c.physic_msg_timestamp,
+                c.logics_msg_timestamp,
+                c.index_msg_timestamp,
+                self.checkpoint_min_timestamp
+                    .map(|m| format!(" (getMinTimestamp {m})"))
+                    .unwrap_or_default()
+            ));
+        }
+        for r in &self.refuses_to_start {
+            s.push(format!("the broker refuses to start: {r}"));
+        }
+        if !self.index_files_deleted.is_empty() {
+            for d in &self.index_files_deleted {
+                s.push(format!(
+                    "delete index file {} ({} entries, offsets {}..={}, endTimestamp {} is after indexMsgTimestamp)",
+                    d.path.display(),
+                    d.entries,
+                    d.begin_phy_offset,
+                    d.end_phy_offset,
+                    d.end_timestamp
+                ));
+            }
+        }
+        s.push(format!(
+            "consume queues end at commitlog offset {} (maxPhyOffsetOfConsumeQueue)",
+            self.max_phy_offset_of_consume_queue
+        ));
+        match &self.start_file {
+            Some(f) => s.push(format!(
+                "scan the commitlog from {} (offset {}): {}",
+                f.path.display(),
+                f.start,
+                self.start_reason
+            )),
+            None => s.push(self.start_reason.clone()),
+        }
+        if let Some(c) = &self.cut {
+            let why = match c.reason {
+                StopReason::Blank | StopReason::EndOfData => "the end of the data".to_string(),
+                StopReason::BadRecord => "a record that does not parse".to_string(),
+                StopReason::CrcMismatch => "a body CRC mismatch".to_string(),
+                StopReason::ZeroHole => "zeros where a record should start".to_string(),
+            };
+            s.push(format!(
+                "cut the commitlog at offset {} ({} at position {}): {}; {} later messages ({} bytes) dropped",
+                c.offset,
+                c.file.display(),
+                c.pos,
+                why,
+                c.messages_dropped,
+                c.bytes_dropped
+            ));
+        }
+        for d in &self.deleted_files {
+            s.push(format!(
+                "delete commitlog file {} ({} messages, {} bytes)",
+                d.path.display(),
+                d.messages,
+                d.bytes
+            ));
+        }
+        for q in &self.queue_truncations {
+            s.push(format!(
+                "truncate consume queue {}/{} at queue offset {}: {} units dropped{}",
+                q.topic,
+                q.queue_id,
+                q.from_queue_offset,
+                q.units,
+                if q.deleted_files.is_empty() {
+                    String::new()
+                } else {
+                    format!(", files {} deleted", q.deleted_files.join(", "))
+                }
+            ));
+        }
+        if self.redispatched_messages > 0 {
+            s.push(format!(
+                "dispatch {} messages at offsets {}..{} again (consume queues and index rebuilt for them)",
+                self.redispatched_messages, self.redispatch_from, self.redispatch_to
+            ));
+        }
+        if self.index_records_lost > 0 {
+            s.push(format!(
+                "{} messages lose their index entries for good (their index file is deleted and \
+                 the re-dispatch starts after them)",
+                self.index_records_lost
+            ));
+        }
+        for n in &self.notes {
+            s.push(n.clone());
+        }
+        s
+    }
+}
+
+/// What the plan needs before walking: cheap to compute (headers, first records, queue ends).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub version: VersionGuess,
+    pub mode: RecoveryMode,
+    pub checkpoint: Option<Checkpoint>,
+    pub checkpoint_error: Option<String>,
+    /// Per queue: (end queue offset as recovery finds it, offset + size of its last unit).
+    pub queue_ends: BTreeMap<(String, i32), (u64, u64)>,
+    pub max_phy_offset_of_consume_queue: u64,
+    /// Index of the commitlog file the scan starts from.
+    pub start_index: Option<usize>,
+    pub start_reason: String,
+    pub index_files_deleted: Vec<IndexDrop>,
+    /// Just after the largest endPhyOffset of the index files recovery keeps (0 when it keeps
+    /// none): records with keys from here on lose their entries if they are not dispatched again.
+    pub index_kept_end: u64,
+    pub refuses_to_start: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl Prepared {
+    /// Walk options that count what [`finish`] needs.
+    pub fn walk_options(&self, store: &Store, check_crc: bool) -> WalkOptions {
+        let start = self
+            .start_index
+            .and_then(|i| store.commitlog.segments.get(i))
+            .map_or(0, |s| s.start);
+        WalkOptions {
+            check_crc,
+            keyed_from: self.index_kept_end,
+            counted_from: match self.mode {
+                RecoveryMode::Normal => self.max_phy_offset_of_consume_queue,
+                RecoveryMode::Abnormal => start,
+            },
+        }
+    }
+
+    /// Index of the first commitlog file [`finish`] needs a walk of.
+    pub fn first_needed(&self, store: &Store) -> usize {
+        let start = self.start_index.unwrap_or(0);
+        let keyed = store
+            .commitlog
+            .segments
+            .partition_point(|s| s.start.saturating_add(s.len) <= self.index_kept_end);
+        start.min(keyed)
+    }
+}
+
+/// The queue end recovery finds and the `offset + size` of the last unit before it (FORMAT.md
+/// 6.1; a pre-blank unit counts with its size 0x7FFFFFFF, as Java does).
+pub fn queue_end(cq: &ConsumeQueue) -> Result<(u64, u64)> {
+    let end = cq.end_pos()?;
+    let q = end / UNIT_SIZE as u64;
+    if q == 0 {
+        return Ok((0, 0));
+    }
+    let phy = match cq.unit_at(q - 1)? {
+        Some(u) if u.is_valid() => (u.offset as u64).saturating_add(u.size as u64),
+        _ => 0,
+    };
+    Ok((q, phy))
+}
+
+/// STORETIMESTAMP of a file's first record when its magic is a message magic
+/// (`isMappedFileMatchedRecover`; 4.9 accepts version 1 only).
+fn first_store_timestamp(seg: &Segment, version: BrokerVersion) -> Option<i64> {
+    let map = Mapped::open(&seg.path).ok()?;
+    let magic = i32_at(&map, 4)?;
+    let ok = magic == MAGIC_V1 || (version == BrokerVersion::V5 && magic == MAGIC_V2);
+    if !ok {
+        return None;
+    }
+    let flag = i32_at(&map, 36)?;
+    let born = if flag & sysflag::BORNHOST_V6 == 0 {
+        8
+    } else {
+        20
+    };
+    let ts = i64_at(&map, 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + born)?;
+    (ts != 0).then_some(ts)
+}
+
+/// The cheap half of the plan: mode, checkpoint, queue ends, the scan origin, index files to drop.
+pub fn prepare(store: &Store) -> Result<Prepared> {
+    let (checkpoint, checkpoint_error) = match store.checkpoint() {
+        Ok(c) => (c, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let version = guess_version(store, checkpoint.as_ref());
+    let mode = if store.abort.present {
+        RecoveryMode::Abnormal
+    } else {
+        RecoveryMode::Normal
+    };
+    let mut notes = Vec::new();
+    let mut refuses = Vec::new();
+    let file_size = store.geometry.commitlog_file_size.value;
+    let segs = &store.commitlog.segments;
+    for f in &store.commitlog.foreign {
+        refuses.push(format!(
+            "{} is not named by a 20-digit offset (MappedFileQueue.load fails on it)",
+            f.display()
+        ));
+    }
+    let v5 = version.version == BrokerVersion::V5;
+    let odd_queues = store.queues.values().flat_map(|q| q.odd.iter());
+    for e in store.commitlog.odd.iter().chain(odd_queues) {
+        if !(v5 && e.kind == crate::format::entry::Kind::Dir) {
+            refuses.push(format!(
+                "{} is {}, not a file of the configured size (MappedFileQueue.load fails on it)",
+                e.path.display(),
+                e.kind.describe()
+            ));
+        }
+    }
+    for q in store.queues.values() {
+        for f in &q.foreign {
+            refuses.push(format!(
+                "{} is not named by a 20-digit offset (the consume queue does not load)",
+                f.display()
+            ));
+        }
+    }
+    for e in &store.index_odd {
+        refuses.push(format!(
+            "{} is {} (IndexService.load cannot open it)",
+            e.path.display(),
+            e.kind.describe()
+        ));
+    }
+    let checkpoint_entry = crate::format::entry::probe(&store.checkpoint_path());
+    if !matches!(
+        checkpoint_entry.kind,
+        crate::format::entry::Kind::File { .. } | crate::format::entry::Kind::Missing
+    ) {
+        refuses.push(format!(
+            "{} is {} (StoreCheckpoint cannot map it)",
+            checkpoint_entry.path.display(),
+            checkpoint_entry.kind.describe()
+        ));
+    }
+    for (i, s) in segs.iter().enumerate() {
+        if s.len != file_size {
+            if version.version == BrokerVersion::V5 && s.len == 0 && i + 1 == segs.len() {
+                notes.push(format!(
+                    "{} is empty and the last file: 5.x deletes it before loading",
+                    s.path.display()
+                ));
+            } else {
+                refuses.push(format!(
+                    "{} is {} bytes, not mappedFileSizeCommitLog {} (MappedFileQueue.load fails)",
+                    s.path.display(),
+                    s.len,
+                    file_size
+                ));
+            }
+        }
+    }
+    let cq_size = store.geometry.cq_file_size();
+    let mut queue_ends = BTreeMap::new();
+    let mut max_phy = 0u64;
+    // Each queue's end is a scan of its last files: the queues are scanned in parallel.
+    let ends: Vec<Result<(u64, u64)>> = {
+        use rayon::prelude::*;
+        store
+            .queues
+            .par_iter()
+            .map(|(_, cq)| queue_end(cq))
+            .collect()
+    };
+    for (((t, q), cq), end) in store.queues.iter().zip(ends) {
+        for f in &cq.files {
+            if f.len != cq_size {
+                refuses.push(format!(
+                    "{} is {} bytes, not mappedFileSizeConsumeQueue {} (the consume queue does not load)",
+                    f.path.display(),
+                    f.len,
+                    cq_size
+                ));
+            }
+        }
+        let (end, phy) = end?;
+        max_phy = max_phy.max(phy);
+        queue_ends.insert((t.clone(), *q), (end, phy));
+    }
+
+    let (start_index, start_reason) = if segs.is_empty() {
+        (
+            None,
+            "there are no commitlog files: the broker destroys every consume queue".to_string(),
+        )
+    } else {
+        match mode {
+            RecoveryMode::Normal => match version.version {
+                BrokerVersion::V4_9 => (
+                    Some(segs.len().saturating_sub(3)),
+                    "the third-to-last file (recoverNormally scans the last three)".to_string(),
+                ),
+                BrokerVersion::V5 => {
+                    let i = segs
+                        .partition_point(|s| s.start <= max_phy)
+                        .saturating_sub(1);
+                    (
+                        Some(i),
+                        format!(
+                            "the last file starting at or below the consume queues' max offset {max_phy} \
+                             (5.3.2+; 5.0-5.3.1 start at the third-to-last file, {})",
+                            segs.get(segs.len().saturating_sub(3))
+                                .map(|s| s.path.display().to_string())
+                                .unwrap_or_default()
+                        ),
+                    )
+                }
+            },
+            RecoveryMode::Abnormal => {
+                let min_ts = checkpoint.map(|c| c.min_timestamp());
+                let mut found = None;
+                for (i, s) in segs.iter().enumerate().rev() {
+                    if let (Some(ts), Some(min)) =
+                        (first_store_timestamp(s, version.version), min_ts)
+                    {
+                        if ts <= min {
+                            found = Some((i, ts));
+                            break;
+                        }
+                    }
+                }
+                match (found, min_ts) {
+                    (Some((i, ts)), Some(min)) => (
+                        Some(i),
+                        format!(
+                            "the newest file whose first record was stored at {ts}, at or before \
+                             the checkpoint's min timestamp {min} (min(physic, logics) - 3000)"
+                        ),
+                    ),
+                    _ => (
+                        Some(0),
+                        "no file's first record is older than the checkpoint: the first file"
+                            .to_string(),
+                    ),
+                }
+            }
+        }
+    };
+
+    // Index files: an unclean start deletes those whose endTimestamp is after indexMsgTimestamp.
+    let mut index_files_deleted = Vec::new();
+    let mut index_kept_end = 0u64;
+    let index_ts = checkpoint.map_or(0, |c| c.index_msg_timestamp);
+    for p in &store.index_files {
+        let Ok(map) = Mapped::open(p) else { continue };
+        let Ok(h) = IndexHeader::from_bytes(&map) else {
+            continue;
+        };
+        if mode == RecoveryMode::Abnormal && h.end_timestamp > index_ts {
+            index_files_deleted.push(IndexDrop {
+                path: p.clone(),
+                entries: (h.index_count.max(1) - 1) as u64,
+                begin_phy_offset: h.begin_phy_offset,
+                end_phy_offset: h.end_phy_offset,
+                end_timestamp: h.end_timestamp,
+            });
+        } else if h.index_count > 1 {
+            // The record at endPhyOffset is the file's last entry: it keeps its entries.
+            let after = (h.end_phy_offset.max(0) as u64).saturating_add(1);
+            index_kept_end = index_kept_end.max(after);
+        }
+    }
+    if let Some(e) = &checkpoint_error {
+        notes.push(format!("the checkpoint does not read: {e}"));
+    }
+    if checkpoint.is_none() && checkpoint_error.is_none() {
+        notes.push("there is no checkpoint file: the broker starts with all times 0".into());
+    }
+    Ok(Prepared {
+        version,
+        mode,
+        checkpoint,
+        checkpoint_error,
+        queue_ends,
+        max_phy_offset_of_consume_queue: max_phy,
+        start_index,
+        start_reason,
+        index_files_deleted,
+        index_kept_end,
+        refuses_to_start: refuses,
+        notes,
+    })
+}
+
+/// First queue offset in `[lo, hi)` whose unit points at or after `cut`, by binary search (unit
+/// offsets increase along a queue).
+fn first_unit_at_or_after(cq: &ConsumeQueue, lo: u64, hi: u64, cut: u64) -> Result<u64> {
+    let (mut lo, mut hi) = (lo, hi);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let at_or_after = match cq.unit_at(mid)? {
+            Some(u) if u.is_valid() && !u.is_pre_blank() => u.offset as u64 >= cut,
+            Some(CqUnit { .. }) => false,
+            None => true,
+        };
+        if at_or_after {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Ok(lo)
+}
+
+/// Build the plan from the walks of the commitlog files (`walks[i]` is the walk of
+/// `store.commitlog.segments[i]`; walks before [`Prepared::first_needed`] may be `None`).
+pub fn finish(
+    store: &Store,
+    prep: &Prepared,
+    walks: &[Option<&FileWalk>],
+    crc_checked: bool,
+) -> Result<RecoveryPlan> {
+    let segs = &store.commitlog.segments;
+    let mut notes = prep.notes.clone();
+    let mut cut = None;
+    let mut deleted_files = Vec::new();
+    let mut redispatched = 0u64;
+    let start_offset = prep
+        .start_index
+        .and_then(|i| segs.get(i))
+        .map_or(0, |s| s.start);
+    if let Some(si) = prep.start_index {
+        // Follow the chain from the start file to the first stop.
+        let mut cut_index = None;
+        for i in si..segs.len() {
+            let Some(w) = walks.get(i).copied().flatten() else {
+                break;
+            };
+            redispatched += w.counted_from_count;
+            let last = i + 1 == segs.len();
+            if w.stop.ends_scan() || last {
+                cut_index = Some(i);
+                break;
+            }
+        }
+        if let Some(ci) = cut_index {
+            if let Some(w) = walks.get(ci).copied().flatten() {
+                let offset = w.stop_offset();
+                let mut messages = w.after_records;
+                let mut bytes = w.after_bytes;
+                for (j, s) in segs.iter().enumerate().skip(ci + 1) {
+                    let (m, b) = walks.get(j).copied().flatten().map_or((0, 0), |w| {
+                        (w.records + w.after_records, w.bytes + w.after_bytes)
+                    });
+                    messages += m;
+                    bytes += b;
+                    if s.start > offset {
+                        deleted_files.push(DeletedFile {
+                            path: s.path.clone(),
+                            start: s.start,
+                            messages: m,
+                            bytes: b,
+                        });
+                    }
+                }
+                cut = Some(Cut {
+                    offset,
+                    file: w.path.clone(),
+                    pos: w.stop_pos,
+                    reason: w.stop,
+                    messages_dropped: messages,
+                    bytes_dropped: bytes,
+                });
+            }
+        }
+    }
+
+    // Consume queues: every queue drops its units at or after the cut when the queues reach it.
+    let mut queue_truncations = Vec::new();
+    let process_offset = cut.as_ref().map_or(0, |c| c.offset);
+    if prep.max_phy_offset_of_consume_queue >= process_offset && !segs.is_empty() {
+        for ((t, q), cq) in &store.queues {
+            let Some(&(end, phy)) = prep.queue_ends.get(&(t.clone(), *q)) else {
+                continue;
+            };
+            if phy < process_offset || end == 0 {
+                continue;
+            }
+            let lo = cq.files.first().map_or(0, |f| f.start / UNIT_SIZE as u64);
+            let from = first_unit_at_or_after(cq, lo, end, process_offset)?;
+            if from >= end {
+                continue;
+            }
+            let deleted_files = cq
+                .files
+                .iter()
+                .filter(|f| f.start >= from * UNIT_SIZE as u64)
+                .map(|f| f.path.display().to_string())
+                .collect();
+            queue_truncations.push(QueueTruncation {
+                topic: t.clone(),
+                queue_id: *q,
+                from_queue_offset: from,
+                units: end - from,
+                deleted_files,
+            });
+        }
+    }
+    if segs.is_empty() && !store.queues.is_empty() {
+        for (t, q) in store.queues.keys() {
+            if let Some(&(end, _)) = prep.queue_ends.get(&(t.clone(), *q)) {
+                if end > 0 {
+                    queue_truncations.push(QueueTruncation {
+                        topic: t.clone(),
+                        queue_id: *q,
+                        from_queue_offset: 0,
+                        units: end,
+                        deleted_files: Vec::new(),
+                    });
+                }
+            }
+        }
+    }
+
+    // What is dispatched again: abnormal recovery dispatches every record it scans; a clean
+    // start (5.x during recovery, 4.9 by the reput service afterwards) dispatches what lies after
+    // the consume queues' max offset.
+    let (redispatch_from, redispatch_to) = match prep.mode {
+        RecoveryMode::Abnormal => (start_offset, process_offset),
+        RecoveryMode::Normal => (
+            prep.max_phy_offset_of_consume_queue
+                .max(store.commitlog.min_offset()),
+            process_offset,
+        ),
+    };
+    if prep.mode == RecoveryMode::Normal {
+        // Records before the scan start are not counted by the walks; the reput service reads
+        // from the consume queues' max offset onward.
+        redispatched = 0;
+        for (i, s) in segs.iter().enumerate() {
+            if s.start.saturating_add(s.len) <= redispatch_from {
+                continue;
+            }
+            if let Some(w) = walks.get(i).copied().flatten() {
+                redispatched += w.counted_from_count;
+                if w.stop.ends_scan() {
+                    break;
+                }
+            }
+        }
+    }
+    if redispatch_to <= redispatch_from {
+        redispatched = 0;
+    }
+
+    // Index entries lost: records with keys after the last kept index file and before the
+    // re-dispatch start.
+    let mut index_records_lost = 0u64;
+    if prep.mode == RecoveryMode::Abnormal && !prep.index_files_deleted.is_empty() {
+        for (i, s) in segs.iter().enumerate() {
+            if s.start >= start_offset {
+                break;
+            }
+            if let Some(w) = walks.get(i).copied().flatten() {
+                index_records_lost += w.keyed_from_count;
+            }
+        }
+    }
+    if !crc_checked {
+        notes.push(
+            "body CRCs were not checked (--no-crc); the broker checks them (checkCRCOnRecover) \
+             and may cut earlier"
+                .to_string(),
+        );
+    }
+    if prep.version.version == BrokerVersion::V5 {
+        notes.push(
+            "5.x then sets the confirm offset (checkpoint confirmPhyOffset) from the end of the scan"
+                .to_string(),
+        );
+    }
+    Ok(RecoveryPlan {
+        version: prep.version.clone(),
+        mode: prep.mode,
+        abort_present: store.abort.present,
+        abort_pid: store.abort.pid,
+        checkpoint: prep.checkpoint,
+        checkpoint_min_timestamp: prep.checkpoint.map(|c| c.min_timestamp()),
+        refuses_to_start: prep.refuses_to_start.clone(),
+        max_phy_offset_of_consume_queue: prep.max_phy_offset_of_consume_queue,
+        start_file: prep.start_index.and_then(|i| segs.get(i)).map(|s| FileRef {
+            path: s.path.clone(),
+            start: s.start,
+        }),
+        start_reason: prep.start_reason.clone(),
+        cut,
+        deleted_files,
+        queue_truncations,
+        redispatch_from,
+        redispatch_to,
+        redispatched_messages: redispatched,
+        index_files_deleted: prep.index_files_deleted.clone(),
+        index_records_lost,
+        crc_checked,
+        notes,
+    })
+}
+
+/// The whole plan, walking only the commitlog files it needs (the scan's files and, on an
+/// unclean start, those between the last kept index file and the scan start).
+pub fn plan(store: &Store, check_crc: bool) -> Result<RecoveryPlan> {
+    let prep = prepare(store)?;
+    let opts = prep.walk_options(store, check_crc);
+    let first = prep.first_needed(store);
+    let mut walks: Vec<Option<FileWalk>> = Vec::with_capacity(store.commitlog.segments.len());
+    for (i, seg) in store.commitlog.segments.iter().enumerate() {
+        if i < first {
+            walks.push(None);
+            continue;
+        }
+        let map = seg.map()?;
+        walks.push(Some(walk_file(&map, seg, &opts, |_, _| {})));
+    }
+    let mut owned: Vec<FileWalk> = Vec::new();
+    let mut present = Vec::new();
+    for w in walks {
+        present.push(w.is_some());
+        if let Some(w) = w {
+            owned.push(w);
+        }
+    }
+    mark_missing_blanks(&mut owned);
+    let mut it = owned.iter();
+    let refs: Vec<Option<&FileWalk>> = present
+        .iter()
+        .map(|&p| if p { it.next() } else { None })
+        .collect();
+    finish(store, &prep, &refs, check_crc)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Store {
+        crate::engine::store::test_fixture(name)
+    }
+
+    #[test]
+    fn clean_fixture_recovers_without_loss() {
+        let store = fixture("store-4.9");
+        let p = plan(&store, true).unwrap();
+        assert_eq!(p.mode, RecoveryMode::Normal);
+        assert_eq!(p.version.version, BrokerVersion::V4_9);
+        let cut = p.cut.as_ref().unwrap();
+        assert_eq!(cut.offset, store.commitlog.max_offset().unwrap());
+        assert_eq!(cut.messages_dropped, 0);
+        assert!(p.loses_nothing(), "{:#?}", p.steps());
+        // the third-to-last file
+        assert_eq!(
+            p.start_file.as_ref().unwrap().start,
+            store.commitlog.segments[store.commitlog.segments.len() - 3].start
+        );
+    }
+
+    #[test]
+    fn five_x_fixture_is_recognised() {
+        let store = fixture("store-5x");
+        let p = plan(&store, true).unwrap();
+        assert_eq!(p.version.version, BrokerVersion::V5);
+        assert!(p.loses_nothing(), "{:#?}", p.steps());
+    }
+
+    #[test]
+    fn walk_finds_records_after_a_damaged_size() {
+        let store = fixture("store-4.9");
+        let seg = &store.commitlog.segments[0];
+        let mut buf = std::fs::read(&seg.path).unwrap();
+        let clean = walk_file(&buf, seg, &WalkOptions::default(), |_, _| {});
+        // second record: flip a bit of its size field
+        let Ok(Record::Message(m)) = parse_record(&buf, 0, 0, false) else {
+            panic!()
+        };
+        let second = m.raw.len();
+        buf[second + 2] ^= 0x10;
+        let w = walk_file(&buf, seg, &WalkOptions::default(), |_, _| {});
+        assert_eq!(w.stop, StopReason::BadRecord);
+        assert_eq!(w.stop_pos, second as u64);
+        assert_eq!(w.records, 1);
+        assert_eq!(w.after_records, clean.records - 2);
+        assert!(
+            matches!(w.problems[0], WalkProblem::BadRecord { pos, .. } if pos == second as u64)
+        );
+    }
+}

@@ -1,0 +1,258 @@
+//! Repair: make a damaged store one that `verify` passes and a broker starts on, keeping every
+//! byte.
+//!
+//! [`plan`] reads the store and decides, writing nothing: it runs `verify` and takes its
+//! judgement as it is (the walks of the commitlog files, the damaged headers, the entries that
+//! are not files), so repair plans from exactly what verify reports. [`apply`] carries a plan out
+//! into a new folder (the stage): unchanged files no broker writes again (full commitlog files,
+//! older index files) are hard-linked, the ones a broker writes in place copied, changed ones
+//! written anew, and every byte that does not reach the stage is saved under `repair-<time>/removed/` and
+//! listed in `repair-<time>/manifest.json`. Records that still validate past the cut are
+//! salvaged to `repair-<time>/salvaged/` (a store) and `repair-<time>/salvaged.jsonl`. The same
+//! stage serves `--out` (it is the output) and `--in-place` (it is switched in by one atomic
+//! exchange of folders).
+//!
+//! The commitlog is cut at the first place the chain of records from the first file breaks: a
+//! record recovery rejects, a header nothing can mend, a missing or misnamed file, data ending
+//! before the last file. Header fields the store proves (see [`crate::engine::check::headers`]) are mended in
+//! place instead, keeping the record. Bytes after the end of the data are zeroed (saved first).
+
+mod plan;
+mod stage;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::engine::check::rebuild::{Patch, RebuildOptions};
+use crate::engine::check::verify::Report;
+use crate::engine::store::dispatch::record_tags_code;
+use crate::engine::store::Store;
+use crate::format::checkpoint::Checkpoint;
+use crate::format::commitlog::read::{next_magic, parse_record, Record};
+use crate::format::entry::Entry;
+use crate::format::error::Result;
+use crate::format::geometry::{GeometryInputs, GeometryOverrides};
+
+pub use crate::engine::store::safedir::STAGE_MARKER;
+pub use plan::plan;
+pub use stage::apply;
+
+/// One step of the plan.
+#[derive(Debug, Clone, Serialize)]
+pub struct Action {
+    pub problem: String,
+    pub action: String,
+    /// Messages affected (dropped from the store, salvaged, re-pointed...).
+    pub messages: u64,
+    /// Bytes moved out of the store into the repair folder.
+    pub bytes: u64,
+}
+
+/// Where the kept commitlog ends.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cut {
+    /// The file the cut is in (relative to the store root).
+    pub file: String,
+    /// Position in that file.
+    pub position: u64,
+    /// Commitlog offset.
+    pub offset: u64,
+    pub reason: String,
+}
+
+/// A header field mended in place.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeaderRepair {
+    /// The commitlog file (relative) and the position of the field's bytes in it.
+    pub file: String,
+    pub position: u64,
+    /// Commitlog offset of the record.
+    pub record: u64,
+    pub field: &'static str,
+    pub was: String,
+    pub now: String,
+    pub evidence: String,
+    /// The field's bytes before and after, in hex.
+    pub old_bytes: String,
+    pub new_bytes: String,
+}
+
+/// A byte range that left the store, and where it was saved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Removed {
+    /// Path relative to the store root.
+    pub file: String,
+    pub offset: u64,
+    pub length: u64,
+    /// Path relative to the repair folder; `None` when the range held only zeros (nothing to
+    /// keep) or the entry has no bytes (a FIFO, a folder).
+    pub saved_as: Option<String>,
+    /// Where the range starts in `saved_as`: 0 for a file saved whole, `offset` for a range of a
+    /// rewritten commitlog file (saved whole, as it was, and named by each of its ranges).
+    pub saved_offset: u64,
+    pub why: String,
+}
+
+/// The repair folder's `manifest.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    pub store: String,
+    pub created: String,
+    pub cut: Option<Cut>,
+    pub actions: Vec<Action>,
+    pub headers: Vec<HeaderRepair>,
+    pub removed: Vec<Removed>,
+    pub salvaged_records: u64,
+    pub salvaged_bytes: u64,
+    /// Messages of the repaired store's commitlog.
+    pub messages_kept: u64,
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// What happens to one commitlog file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Fate {
+    /// Linked unchanged.
+    Keep,
+    /// Written anew: bytes `0..keep`, zeros to the file size, patches over it; what lies at
+    /// `keep..` and is not zero is saved.
+    Rewrite { keep: u64 },
+    /// Moved whole to the repair folder.
+    Out,
+}
+
+/// A config file to write, and the action that says why.
+#[derive(Debug, Clone)]
+struct ConfigWrite {
+    name: &'static str,
+    /// The new file (fastjson text, or the binary timer checkpoint).
+    bytes: Vec<u8>,
+}
+
+/// Everything a repair would do, worked out without writing anything.
+pub struct Plan {
+    pub report: Report,
+    pub cut: Option<Cut>,
+    pub headers: Vec<HeaderRepair>,
+    pub actions: Vec<Action>,
+    /// Records found after the cut that validate, and their bytes (what salvage keeps).
+    pub salvage_records: u64,
+    pub salvage_bytes: u64,
+    /// Messages the repaired commitlog keeps.
+    pub messages_kept: u64,
+    fates: Vec<Fate>,
+    /// Per commitlog file: (position, bytes) patches of the rewrite.
+    file_patches: BTreeMap<usize, Vec<(u64, Vec<u8>)>>,
+    patches: Vec<Patch>,
+    /// Entries set aside (not regular files, foreign names), relative path and why.
+    set_aside: Vec<(Entry, String)>,
+    config: Vec<ConfigWrite>,
+    rebuild: RebuildOptions,
+}
+
+impl Plan {
+    /// True when the store needs nothing.
+    pub fn is_empty(&self) -> bool {
+        self.actions.is_empty()
+    }
+}
+
+fn rel(store: &Store, p: &Path) -> String {
+    p.strip_prefix(&store.root)
+        .unwrap_or(p)
+        .display()
+        .to_string()
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The geometry of `store` as explicit values (the staged store is read with the same sizes).
+pub fn fixed_geometry(store: &Store) -> GeometryInputs {
+    let g = &store.geometry;
+    GeometryInputs {
+        flags: GeometryOverrides {
+            commitlog_file_size: Some(g.commitlog_file_size.value),
+            cq_file_units: Some(g.cq_file_units.value),
+            index_slots: Some(g.index_slots.value),
+            index_entries: Some(g.index_entries.value),
+            delay_levels: Some(g.delay_levels.value.clone()),
+        },
+        ..Default::default()
+    }
+}
+
+/// Call `f` with every record from file `from_seg` position `from_pos` on that validates as a
+/// record of its place (a message magic, sizes that add up, PHYSICALOFFSET equal to its position,
+/// the body CRC, a DELAY the broker's dispatch reads), in one forward pass; returns (records,
+/// bytes). A record the broker would reject stays in the removed bytes only.
+fn salvage_scan(
+    store: &Store,
+    from_seg: usize,
+    from_pos: u64,
+    mut f: impl FnMut(usize, &crate::format::commitlog::MessageRef<'_>) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let (mut n, mut bytes) = (0u64, 0u64);
+    for i in from_seg..store.commitlog.segments.len() {
+        let from = if i == from_seg { from_pos } else { 0 };
+        let (a, b) = salvage_file(store, i, from, &mut f)?;
+        n += a;
+        bytes += b;
+    }
+    Ok((n, bytes))
+}
+
+/// What [`salvage_scan`] would find, (records, bytes), the files read in parallel (no record
+/// spans two files, so each is scanned on its own).
+fn salvage_count(store: &Store, from_seg: usize, from_pos: u64) -> Result<(u64, u64)> {
+    use rayon::prelude::*;
+    (from_seg..store.commitlog.segments.len())
+        .into_par_iter()
+        .map(|i| {
+            let from = if i == from_seg { from_pos } else { 0 };
+            salvage_file(store, i, from, &mut |_, _| Ok(()))
+        })
+        .try_reduce(|| (0, 0), |a, b| Ok((a.0 + b.0, a.1 + b.1)))
+}
+
+/// [`salvage_scan`] over one file, from `from`.
+fn salvage_file(
+    store: &Store,
+    i: usize,
+    from: u64,
+    f: &mut impl FnMut(usize, &crate::format::commitlog::MessageRef<'_>) -> Result<()>,
+) -> Result<(u64, u64)> {
+    let (mut n, mut bytes) = (0u64, 0u64);
+    let seg = &store.commitlog.segments[i];
+    let map = seg.map()?;
+    // The record at the cut itself is a candidate too.
+    let mut next = Some(from as usize);
+    while let Some(start) = next {
+        match parse_record(&map, start, seg.start, false) {
+            Ok(Record::Message(m))
+                if m.physical_offset == (seg.start + start as u64) as i64
+                    && (m.body.is_empty() || m.body_crc_ok())
+                    && record_tags_code(&m, &store.geometry).is_ok() =>
+            {
+                f(i, &m)?;
+                n += 1;
+                bytes += m.raw.len() as u64;
+                next = Some(start + m.raw.len());
+                continue;
+            }
+            Ok(Record::EndOfData) => {
+                // Zeros (or a hole): go on from the next byte that is not zero.
+                next = crate::engine::check::recovery::first_nonzero_from(&map, start, &seg.path)
+                    .and_then(|z| next_magic(&map, z.saturating_sub(4).max(start + 1), false));
+                continue;
+            }
+            _ => {}
+        }
+        next = next_magic(&map, start + 1, false);
+    }
+    map.release(0, map.len());
+    Ok((n, bytes))
+}

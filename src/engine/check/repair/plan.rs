@@ -1,0 +1,762 @@
+//! The plan: what a repair does, worked out from `verify`'s judgement without writing anything.
+
+use std::collections::BTreeMap;
+
+use super::{
+    hex, rel, salvage_count, Action, ConfigWrite, Cut, Fate, HeaderRepair, Plan, STAGE_MARKER,
+};
+use crate::engine::check::headers::{field_patch, DamagedHeader};
+use crate::engine::check::rebuild::{plan_queues, Patch, RebuildOptions, Source};
+use crate::engine::check::recovery::{FileWalk, StopReason, WalkProblem};
+use crate::engine::check::verify::{verify, Report, VerifyOptions};
+use crate::engine::store::{paths, Store};
+use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::config::{
+    load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups, TopicConfigs,
+};
+use crate::format::entry::{self, Entry, Kind};
+use crate::format::error::Result;
+use crate::format::finding::Severity;
+use crate::format::timer::TIMER_TOPIC;
+
+/// The problem a walk stopped at, in words.
+fn stop_reason(w: &FileWalk) -> String {
+    let at = w.stop_pos;
+    let p = w.problems.iter().find(|p| p.pos() == at);
+    match (w.stop, p) {
+        (
+            StopReason::CrcMismatch,
+            Some(WalkProblem::CrcMismatch {
+                stored, computed, ..
+            }),
+        ) => {
+            format!("body CRC mismatch (BODYCRC {stored}, the body's CRC is {computed})")
+        }
+        (StopReason::BadRecord, Some(WalkProblem::BadRecord { detail, .. })) => {
+            format!("a record that does not parse: {detail}")
+        }
+        (StopReason::BadRecord, Some(WalkProblem::BadDelay { value, .. })) => {
+            format!("a schedule record whose DELAY {value:?} is not a number")
+        }
+        (StopReason::ZeroHole, _) => "zeros where a record should start, records after them".into(),
+        (StopReason::EndOfData, _) => {
+            "the data ends without a blank record, and later files hold data".into()
+        }
+        (s, _) => format!("{s:?}"),
+    }
+}
+
+/// Work out the repair of `store`: read-only, memory independent of the store's size.
+pub fn plan(store: &Store) -> Result<Plan> {
+    let report = verify(store, &VerifyOptions::default(), None)?;
+    let mut d = Draft {
+        store,
+        size: store.geometry.commitlog_file_size.value,
+        fates: vec![Fate::Keep; store.commitlog.segments.len()],
+        file_patches: BTreeMap::new(),
+        actions: Vec::new(),
+    };
+    let mendable = mendable(store, &report)?;
+    let cut = d.cut(chain_break(store, &report, &mendable));
+    let cut_offset = cut.as_ref().map(|c| c.offset);
+    d.kept_files(&report, cut_offset);
+    let (headers, patches) = d.headers(mendable, cut_offset);
+    let (salvage_records, salvage_bytes) = d.salvage(cut.as_ref())?;
+    let set_aside = set_aside_entries(store)?;
+    for (e, why) in &set_aside {
+        d.act(
+            format!("{}: {why}", rel(store, &e.path)),
+            "move it to the repair folder (listed in the manifest)",
+            0,
+            e.kind.file_len(),
+        );
+    }
+
+    // Consume queues and index: rebuilt from the kept records when verify found anything in them
+    // or the commitlog changes.
+    let commitlog_changes = cut.is_some() || !patches.is_empty();
+    let why = |n: usize, what: &str| match (n, commitlog_changes) {
+        (0, _) => "the commitlog changes".to_string(),
+        (n, false) => format!("verify has {n} {what} finding(s)"),
+        (n, true) => format!("verify has {n} {what} finding(s), and the commitlog changes"),
+    };
+    let cq_findings = problems(&report, "consumequeue.");
+    if commitlog_changes || cq_findings > 0 {
+        d.act(
+            why(cq_findings, "consume queue"),
+            "rebuild every consume queue from the kept records as the broker's dispatch does; \
+             old files that differ are kept in the repair folder",
+            0,
+            0,
+        );
+    }
+    let ix_findings = problems(&report, "index.");
+    if commitlog_changes || ix_findings > 0 {
+        d.act(
+            why(ix_findings, "index"),
+            "rebuild the index from the kept records; old files that differ are kept",
+            0,
+            0,
+        );
+    }
+    if store.abort.present {
+        d.act(
+            "abort file present (unclean shutdown)".into(),
+            "remove it: the repaired store is consistent, a normal recovery is right",
+            0,
+            0,
+        );
+    }
+    let rebuild = RebuildOptions::for_geometry(store.geometry.clone());
+    let src = Source {
+        store,
+        end: cut_offset,
+        patches: &patches,
+    };
+    let queues = plan_queues(&src, &rebuild)?;
+    let config = plan_config(store, &queues.queue_bounds, &mut d.actions)?;
+    let cp_findings = report
+        .findings
+        .iter()
+        .filter(|f| f.code.starts_with("checkpoint."))
+        .count();
+    if cp_findings > 0 || commitlog_changes {
+        d.act(
+            why(cp_findings, "checkpoint"),
+            "write the checkpoint from the repaired data (the old one is kept if it differs)",
+            0,
+            0,
+        );
+    }
+    Ok(Plan {
+        messages_kept: queues.records,
+        report,
+        cut,
+        headers,
+        actions: d.actions,
+        salvage_records,
+        salvage_bytes,
+        fates: d.fates,
+        file_patches: d.file_patches,
+        patches,
+        set_aside,
+        config,
+        rebuild,
+    })
+}
+
+/// Findings above info whose code starts with `prefix`.
+fn problems(report: &Report, prefix: &str) -> usize {
+    report
+        .findings
+        .iter()
+        .filter(|f| f.code.starts_with(prefix) && f.severity > Severity::Info)
+        .count()
+}
+
+/// The plan being worked out: what becomes of each commitlog file, the bytes written over in
+/// the files kept, and the actions so far.
+struct Draft<'s> {
+    store: &'s Store,
+    /// The configured commitlog file size.
+    size: u64,
+    fates: Vec<Fate>,
+    file_patches: BTreeMap<usize, Vec<(u64, Vec<u8>)>>,
+    actions: Vec<Action>,
+}
+
+impl Draft<'_> {
+    fn act(&mut self, problem: String, action: &str, messages: u64, bytes: u64) {
+        self.actions.push(Action {
+            problem,
+            action: action.into(),
+            messages,
+            bytes,
+        });
+    }
+
+    /// The cut where the chain of records breaks: that file rewritten up to it (or moved out
+    /// when it is cut at its start), every later file moved out.
+    fn cut(&mut self, at: Option<ChainBreak>) -> Option<Cut> {
+        let ChainBreak(i, pos, reason, within) = at?;
+        let seg = &self.store.commitlog.segments[i];
+        self.fates[i] = if within {
+            Fate::Rewrite { keep: pos }
+        } else {
+            Fate::Out
+        };
+        for f in self.fates.iter_mut().skip(i + 1) {
+            *f = Fate::Out;
+        }
+        Some(Cut {
+            file: rel(self.store, &seg.path),
+            position: pos,
+            offset: seg.start + pos,
+            reason,
+        })
+    }
+
+    /// File sizes, dirty tails and blank sizes of the files kept.
+    fn kept_files(&mut self, report: &Report, cut_offset: Option<u64>) {
+        let (store, size) = (self.store, self.size);
+        for (i, seg) in store.commitlog.segments.iter().enumerate() {
+            if self.fates[i] == Fate::Out {
+                continue;
+            }
+            let name = rel(store, &seg.path);
+            let w = report.walks.get(i).and_then(Option::as_ref);
+            let mut keep = match self.fates[i] {
+                Fate::Rewrite { keep } => keep,
+                _ => seg.len,
+            }
+            .min(size);
+            if let Some(w) = w {
+                // Non-zero bytes after the data: the data's end is kept, the rest zeroed (saved).
+                let data_end = match w.stop {
+                    StopReason::Blank => w.stop_pos + 8,
+                    _ => w.stop_pos,
+                };
+                for p in &w.problems {
+                    match p {
+                        WalkProblem::DirtyTail { .. } => keep = keep.min(data_end),
+                        WalkProblem::BlankSize { pos, .. } => {
+                            let left = size.saturating_sub(*pos) as i32;
+                            self.file_patches
+                                .entry(i)
+                                .or_default()
+                                .push((*pos, left.to_be_bytes().to_vec()));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            if keep < seg.len || seg.len != size || self.file_patches.contains_key(&i) {
+                self.fates[i] = Fate::Rewrite { keep };
+            }
+            if seg.len < size {
+                self.act(
+                    format!("{name} is {} bytes, not {size}", seg.len),
+                    "extend it with zeros to the configured size",
+                    0,
+                    0,
+                );
+            } else if seg.len > size {
+                self.act(
+                    format!("{name} is {} bytes, not {size}", seg.len),
+                    &format!(
+                        "cut it to {size} bytes; the bytes after that are kept in the repair \
+                         folder (zeros are only listed)"
+                    ),
+                    0,
+                    seg.len - size,
+                );
+            }
+            let Some(w) = w else { continue };
+            if let Some(WalkProblem::DirtyTail { pos, end, .. }) = w
+                .problems
+                .iter()
+                .find(|p| matches!(p, WalkProblem::DirtyTail { .. }))
+            {
+                if cut_offset.is_none_or(|c| c > seg.start + *pos) {
+                    self.act(
+                        format!("{name} has non-zero bytes after its data ({pos}..{end})"),
+                        "zero them; the bytes are kept in the repair folder",
+                        0,
+                        end - pos,
+                    );
+                }
+            }
+            if w.problems
+                .iter()
+                .any(|p| matches!(p, WalkProblem::BlankSize { .. }))
+            {
+                self.act(
+                    format!("{name}: the blank record's size is not the bytes left"),
+                    "write the size the broker writes (the bytes left in the file)",
+                    0,
+                    0,
+                );
+            }
+        }
+    }
+
+    /// Header fields the store proves, in the records kept: what the manifest lists, and the
+    /// patches the rebuild and the copies apply (sorted by record).
+    fn headers(
+        &mut self,
+        mendable: Vec<Mend<'_>>,
+        cut_offset: Option<u64>,
+    ) -> (Vec<HeaderRepair>, Vec<Patch>) {
+        let mut headers = Vec::new();
+        let mut patches = Vec::new();
+        for Mend {
+            header: d,
+            segment: i,
+            at,
+            new,
+            old,
+        } in mendable
+        {
+            let Some(fix) = &d.fix else { continue };
+            if cut_offset.is_some_and(|c| d.offset >= c) {
+                continue;
+            }
+            let seg = &self.store.commitlog.segments[i];
+            let position = d.offset - seg.start + at as u64;
+            headers.push(HeaderRepair {
+                file: rel(self.store, &seg.path),
+                position,
+                record: d.offset,
+                field: d.field.name(),
+                was: d.found.clone(),
+                now: fix.value.clone(),
+                evidence: fix.evidence.clone(),
+                old_bytes: hex(&old),
+                new_bytes: hex(&new),
+            });
+            patches.push(Patch {
+                record: d.offset,
+                at,
+                bytes: new.clone(),
+            });
+            self.file_patches
+                .entry(i)
+                .or_default()
+                .push((position, new));
+            if self.fates[i] == Fate::Keep {
+                self.fates[i] = Fate::Rewrite {
+                    keep: seg.len.min(self.size),
+                };
+            }
+            self.act(
+                d.title(),
+                &format!(
+                    "write {} {} back ({})",
+                    d.field.name(),
+                    fix.value,
+                    fix.evidence
+                ),
+                1,
+                0,
+            );
+        }
+        patches.sort_by_key(|p| p.record);
+        (headers, patches)
+    }
+
+    /// The cut, the files after it, and what can be salvaged from them: (records, bytes).
+    fn salvage(&mut self, cut: Option<&Cut>) -> Result<(u64, u64)> {
+        let Some(c) = cut else { return Ok((0, 0)) };
+        let segs = &self.store.commitlog.segments;
+        let i = segs
+            .iter()
+            .position(|s| rel(self.store, &s.path) == c.file)
+            .unwrap_or(0);
+        let (records, bytes) = salvage_count(self.store, i, c.position)?;
+        let moved = self.fates.iter().filter(|f| **f == Fate::Out).count();
+        self.act(
+            format!(
+                "commitlog unreadable from {} byte {}: {}",
+                c.file, c.position, c.reason
+            ),
+            &format!(
+                "cut there as the broker's recovery would; move {moved} later file(s) and the \
+                 bytes after the cut to the repair folder"
+            ),
+            0,
+            0,
+        );
+        if records > 0 {
+            self.act(
+                "valid records after the cut".into(),
+                "salvage them to salvaged/ (a store) and salvaged.jsonl, with original offsets \
+                 and ids",
+                records,
+                bytes,
+            );
+        }
+        Ok((records, bytes))
+    }
+}
+
+/// A proven header fix that fits its field: the damaged header, its commitlog file, the
+/// field's position in the record, its new and old bytes.
+struct Mend<'r> {
+    header: &'r DamagedHeader,
+    segment: usize,
+    at: usize,
+    new: Vec<u8>,
+    old: Vec<u8>,
+}
+
+/// The proven header fixes that fit their field (the other damaged headers cannot be mended).
+fn mendable<'r>(
+    store: &Store,
+    report: &'r crate::engine::check::verify::Report,
+) -> Result<Vec<Mend<'r>>> {
+    let segs = &store.commitlog.segments;
+    let mut out = Vec::new();
+    for d in &report.damaged_headers {
+        let Some(fix) = &d.fix else { continue };
+        let Some(i) = segs
+            .iter()
+            .position(|s| d.offset >= s.start && d.offset < s.start.saturating_add(s.len))
+        else {
+            continue;
+        };
+        let seg = &segs[i];
+        let map = seg.map()?;
+        let at = (d.offset - seg.start) as usize;
+        if let Ok(Record::Message(m)) = parse_record(&map, at, seg.start, false) {
+            if let Some((pos, new)) = field_patch(&m, d.field, &fix.value) {
+                let old = m.raw.get(pos..pos + new.len()).unwrap_or_default().to_vec();
+                out.push(Mend {
+                    header: d,
+                    segment: i,
+                    at: pos,
+                    new,
+                    old,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Where the chain of records from the first file breaks: (file index, position, why, whether
+/// the file itself is cut or goes whole).
+struct ChainBreak(usize, u64, String, bool);
+
+/// The first place the chain of records from the first file breaks: a missing or unreadable
+/// file, an unexplained break in a queue's offsets, a header nothing can mend, a record the
+/// recovery walk rejects, records past the file size, data ending before later data.
+fn chain_break(
+    store: &Store,
+    report: &crate::engine::check::verify::Report,
+    mendable: &[Mend<'_>],
+) -> Option<ChainBreak> {
+    let segs = &store.commitlog.segments;
+    let size = store.geometry.commitlog_file_size.value;
+    let unfixable: Vec<&DamagedHeader> = report
+        .damaged_headers
+        .iter()
+        .filter(|d| !mendable.iter().any(|m| std::ptr::eq(m.header, *d)))
+        .collect();
+    let has_data = |w: Option<&FileWalk>| {
+        w.is_some_and(|w| w.records + w.after_records > 0 || !w.problems.is_empty())
+    };
+    let mut cut: Option<ChainBreak> = None;
+    for (i, seg) in segs.iter().enumerate() {
+        let walk = report.walks.get(i).and_then(Option::as_ref);
+        if i > 0 && seg.start != segs[i - 1].start.saturating_add(size) {
+            cut = Some(ChainBreak(
+                i,
+                0,
+                format!(
+                    "no commitlog file holds offsets {}..{}",
+                    segs[i - 1].start.saturating_add(size),
+                    seg.start
+                ),
+                false,
+            ));
+            break;
+        }
+        let Some(w) = walk else {
+            cut = Some(ChainBreak(i, 0, "the file cannot be read".into(), false));
+            break;
+        };
+        let limit = seg.len.min(size);
+        let stop = w.stop_pos.min(limit);
+        let break_here = report
+            .queue_breaks
+            .iter()
+            .find(|&&o| o >= seg.start && o < seg.start + stop)
+            .copied();
+        let header_here = unfixable
+            .iter()
+            .find(|d| d.offset >= seg.start && d.offset < seg.start + stop);
+        if let Some(o) = break_here.filter(|&o| header_here.is_none_or(|d| o < d.offset)) {
+            cut = Some(ChainBreak(
+                i,
+                o - seg.start,
+                format!(
+                    "the record at commitlog offset {o} breaks its queue's offset sequence, and \
+                     nothing proves what its queue offset was (the broker's dispatch would \
+                     misplace or skip the units from there on)"
+                ),
+                true,
+            ));
+            break;
+        }
+        if let Some(d) = header_here {
+            cut = Some(ChainBreak(
+                i,
+                d.offset - seg.start,
+                format!("{}: {} (nothing proves what it was)", d.title(), d.why),
+                true,
+            ));
+            break;
+        }
+        if w.stop.is_damage() {
+            cut = Some(ChainBreak(i, stop, stop_reason(w), true));
+            break;
+        }
+        if w.stop_pos > limit {
+            cut = Some(ChainBreak(
+                i,
+                limit,
+                format!("records run past the file size {size}"),
+                true,
+            ));
+            break;
+        }
+        if w.stop == StopReason::Blank {
+            continue;
+        }
+        let later =
+            (i + 1..segs.len()).any(|j| has_data(report.walks.get(j).and_then(Option::as_ref)));
+        if later {
+            cut = Some(ChainBreak(i, stop, stop_reason(w), true));
+        }
+        break;
+    }
+    cut
+}
+
+/// Entries that are not what the broker loads there: folders, FIFOs, symlink loops and foreign
+/// names where files belong, files where folders belong, config files too large to read.
+fn set_aside_entries(store: &Store) -> Result<Vec<(Entry, String)>> {
+    let mut set_aside: Vec<(Entry, String)> = Vec::new();
+    for e in &store.commitlog.odd {
+        set_aside.push((e.clone(), format!("{} in commitlog/", e.kind.describe())));
+    }
+    for p in &store.commitlog.foreign {
+        set_aside.push((
+            entry::probe(p),
+            "a file in commitlog/ whose name is not a 20-digit offset".into(),
+        ));
+    }
+    for q in store.queues.values() {
+        for e in &q.odd {
+            set_aside.push((
+                e.clone(),
+                format!("{} in a queue folder", e.kind.describe()),
+            ));
+        }
+        for p in &q.foreign {
+            set_aside.push((
+                entry::probe(p),
+                "a file in a queue folder whose name is not a 20-digit offset".into(),
+            ));
+        }
+    }
+    for e in store.consumequeue_odd.iter().chain(&store.index_odd) {
+        set_aside.push((
+            e.clone(),
+            format!("{} where the broker expects none", e.kind.describe()),
+        ));
+    }
+    for e in entry::list(&store.root)? {
+        let ok = match e.name.as_deref() {
+            None => false,
+            Some(paths::COMMITLOG | paths::CONSUMEQUEUE | paths::INDEX | paths::CONFIG) => {
+                e.kind == Kind::Dir
+            }
+            Some(paths::CHECKPOINT | paths::ABORT | paths::LOCK) => e.kind.is_file(),
+            Some(STAGE_MARKER) => true,
+            Some(_) => matches!(e.kind, Kind::File { .. } | Kind::Dir),
+        };
+        if !ok {
+            set_aside.push((
+                e,
+                "not what the broker keeps under this name in the store root".into(),
+            ));
+        }
+    }
+    let config_dir = store.config_dir();
+    if entry::probe(&config_dir).kind == Kind::Dir {
+        let known = [
+            ConsumerOffsets::FILE_NAME,
+            TopicConfigs::FILE_NAME,
+            SubscriptionGroups::FILE_NAME,
+            DelayOffsets::FILE_NAME,
+        ];
+        for e in entry::list(&config_dir)? {
+            let config_file = e.name.as_deref().is_some_and(|n| {
+                known
+                    .iter()
+                    .any(|k| n == *k || n.strip_suffix(".bak") == Some(k))
+            });
+            let why = match e.kind {
+                Kind::File { len } if len > crate::format::config::MAX_CONFIG_BYTES => {
+                    Some("too large to be a config file")
+                }
+                Kind::File { .. } if e.name.is_some() => None,
+                Kind::Dir if e.name.is_some() && !config_file => None,
+                _ => Some("a config entry that is not a regular file"),
+            };
+            if let Some(why) = why {
+                set_aside.push((e, why.into()));
+            }
+        }
+    }
+    Ok(set_aside)
+}
+
+/// Config files to write: restored from `.bak`, offsets clamped into the rebuilt queues.
+fn plan_config(
+    store: &Store,
+    bounds: &BTreeMap<(String, i32), (u64, u64)>,
+    actions: &mut Vec<Action>,
+) -> Result<Vec<ConfigWrite>> {
+    let src = store.config_dir();
+    let mut out = Vec::new();
+    if !src.is_dir() {
+        return Ok(out);
+    }
+    let bound = |topic: &str, q: i32| -> (i64, i64) {
+        bounds
+            .get(&(topic.to_string(), q))
+            .map_or((0, 0), |&(a, b)| (a as i64, b as i64))
+    };
+    if let Ok(l) = load::<ConsumerOffsets>(&src) {
+        let mut value = l.value;
+        let mut changed = restored(&l.source, ConsumerOffsets::FILE_NAME, actions);
+        for (topic, group, queues) in value.entries() {
+            if topic.is_empty() || group.is_empty() || group.contains('@') {
+                continue; // no consumer reads it (verify warns)
+            }
+            for (q, off) in queues {
+                let (min, max) = bound(&topic, q);
+                let new = off.clamp(min, max.max(min));
+                if new != off {
+                    value.set(&topic, &group, q, new);
+                    changed = true;
+                    actions.push(Action {
+                        problem: format!(
+                            "offset of {group} on {topic}/{q} is {off}, outside the queue ({min}..{max})"
+                        ),
+                        action: format!("clamp it to {new}"),
+                        messages: off.abs_diff(new),
+                        bytes: 0,
+                    });
+                }
+            }
+        }
+        if changed {
+            out.push(config_write(&value));
+        }
+    }
+    if let Ok(l) = load::<TopicConfigs>(&src) {
+        if restored(&l.source, TopicConfigs::FILE_NAME, actions) {
+            out.push(config_write(&l.value));
+        }
+    }
+    if let Ok(l) = load::<SubscriptionGroups>(&src) {
+        if restored(&l.source, SubscriptionGroups::FILE_NAME, actions) {
+            out.push(config_write(&l.value));
+        }
+    }
+    if let Ok(l) = load::<DelayOffsets>(&src) {
+        let mut value = l.value;
+        let mut changed = restored(&l.source, DelayOffsets::FILE_NAME, actions);
+        let levels: Vec<(i32, i64)> = value.iter().collect();
+        for (level, off) in levels {
+            let (min, max) = bound(crate::engine::store::dispatch::SCHEDULE_TOPIC, level - 1);
+            let new = off.clamp(min, max.max(min));
+            if new != off {
+                value.set(level, new);
+                changed = true;
+                actions.push(Action {
+                    problem: format!(
+                        "delay offset of level {level} is {off}, outside its schedule queue"
+                    ),
+                    action: format!("clamp it to {new}"),
+                    messages: off.abs_diff(new),
+                    bytes: 0,
+                });
+            }
+        }
+        if changed {
+            out.push(config_write(&value));
+        }
+    }
+    if let Some(w) = plan_timercheck(&src, bound(TIMER_TOPIC, 0), actions) {
+        out.push(w);
+    }
+    Ok(out)
+}
+
+/// `config/timercheck` with its timer queue offsets clamped into the rebuilt timer topic
+/// queue: a checkpoint past the queue's end would make the 5.x timer skip the timer messages
+/// put after the cut until the queue grows past it again.
+fn plan_timercheck(
+    config_dir: &std::path::Path,
+    (min, max): (i64, i64),
+    actions: &mut Vec<Action>,
+) -> Option<ConfigWrite> {
+    let path = config_dir.join(crate::format::timer::TIMERCHECK_FILE);
+    if !path.exists() {
+        return None;
+    }
+    let mut cp = crate::engine::store::timer_files::read_checkpoint(&path).ok()?;
+    let mut changed = false;
+    for (name, field) in [
+        ("lastTimerQueueOffset", &mut cp.last_timer_queue_offset),
+        ("masterTimerQueueOffset", &mut cp.master_timer_queue_offset),
+    ] {
+        let new = (*field).clamp(min, max.max(min));
+        if new != *field {
+            actions.push(Action {
+                problem: format!(
+                    "timercheck {name} is {}, outside the timer topic's queue ({min}..{max})",
+                    *field
+                ),
+                action: format!("clamp it to {new}"),
+                messages: field.abs_diff(new),
+                bytes: 0,
+            });
+            *field = new;
+            changed = true;
+        }
+    }
+    changed.then(|| ConfigWrite {
+        name: crate::format::timer::TIMERCHECK_FILE,
+        bytes: cp.to_bytes(),
+    })
+}
+
+fn config_write<T: ConfigFile>(value: &T) -> ConfigWrite {
+    ConfigWrite {
+        name: T::FILE_NAME,
+        bytes: value.to_pretty().into_bytes(),
+    }
+}
+
+/// When only the `.bak` parsed (or nothing did), say so; the caller rewrites the main file.
+fn restored(source: &ConfigSource, name: &str, actions: &mut Vec<Action>) -> bool {
+    match source {
+        ConfigSource::Backup { reason } => {
+            actions.push(Action {
+                problem: format!("config/{name} {reason}"),
+                action: format!("restore config/{name} from config/{name}.bak"),
+                messages: 0,
+                bytes: 0,
+            });
+            true
+        }
+        ConfigSource::Empty { reason } => {
+            actions.push(Action {
+                problem: format!("config/{name}: {reason}"),
+                action: format!(
+                    "write config/{name} with the empty state the broker would start from (the \
+                     unusable file is kept)"
+                ),
+                messages: 0,
+                bytes: 0,
+            });
+            true
+        }
+        ConfigSource::Main | ConfigSource::Missing => false,
+    }
+}

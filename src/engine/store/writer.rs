@@ -1,0 +1,495 @@
+//! The only code that writes store files: appends records to commitlog files, dispatches consume
+//! queue units and index entries as the broker does, writes checkpoint and config files.
+//!
+//! [`StoreWriter`] always writes into a directory of its own; switching a rebuilt or repaired
+//! directory into place is done by `SafeDir` (atomic rename after fsync, old files kept).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use crate::engine::store::dispatch::{dispatch, Dispatch};
+use crate::engine::store::index_builder::{IndexBuilder, IndexNaming};
+use crate::engine::store::paths;
+use crate::format::checkpoint::Checkpoint;
+use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::write::blank_record;
+use crate::format::commitlog::{prop, Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
+use crate::format::config::{persist, ConfigFile};
+use crate::format::consumequeue::write::QueueWriter;
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::filename::offset_to_name;
+use crate::format::geometry::Geometry;
+use crate::format::layout::queue_dir;
+
+/// What the writer produces.
+#[derive(Debug, Clone)]
+pub struct WriterOptions {
+    pub geometry: Geometry,
+    /// Build consume queues.
+    pub consumequeue: bool,
+    /// Build index files (`messageIndexEnable`).
+    pub index: bool,
+    /// How new index files are named.
+    pub index_naming: IndexNaming,
+}
+
+/// What one append did, as the broker's `AppendMessageResult` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub wrote_offset: u64,
+    pub wrote_bytes: usize,
+    pub queue_offset: i64,
+    pub msg_id: String,
+}
+
+struct SegmentWriter {
+    path: PathBuf,
+    start: u64,
+    pos: u64,
+    out: BufWriter<File>,
+}
+
+impl SegmentWriter {
+    fn new(path: PathBuf, start: u64, pos: u64, f: File) -> Self {
+        SegmentWriter {
+            path,
+            start,
+            pos,
+            out: BufWriter::with_capacity(1 << 20, f),
+        }
+    }
+}
+
+/// Appends messages and dispatches them, as the broker's put path and reput service do.
+pub struct StoreWriter {
+    root: PathBuf,
+    options: WriterOptions,
+    segment: Option<SegmentWriter>,
+    next_offset: u64,
+    queue_offsets: HashMap<(String, i32), i64>,
+    cqs: HashMap<(String, i32), QueueWriter>,
+    index: Option<IndexBuilder>,
+    last_store_timestamp: i64,
+    last_cq_timestamp: i64,
+    buf: Vec<u8>,
+}
+
+impl StoreWriter {
+    /// Start writing a new store in `root` (created if missing; it must not hold a commitlog).
+    pub fn create(root: &Path, options: WriterOptions) -> Result<Self> {
+        std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let cl = root.join(paths::COMMITLOG);
+        if cl.is_dir()
+            && std::fs::read_dir(&cl)
+                .map_err(|e| Error::io(&cl, e))?
+                .next()
+                .is_some()
+        {
+            return Err(Error::layout(
+                &cl,
+                "refusing to write into an existing commitlog",
+            ));
+        }
+        let index = options
+            .index
+            .then(|| {
+                IndexBuilder::new(
+                    root.join(paths::INDEX),
+                    &options.geometry,
+                    options.index_naming,
+                )
+            })
+            .transpose()?;
+        Ok(StoreWriter {
+            root: root.to_path_buf(),
+            options,
+            segment: None,
+            next_offset: 0,
+            queue_offsets: HashMap::new(),
+            cqs: HashMap::new(),
+            index,
+            last_store_timestamp: 0,
+            last_cq_timestamp: 0,
+            buf: Vec::new(),
+        })
+    }
+
+    /// Reopen a store this writer (or a broker) wrote, to append after its last record.
+    ///
+    /// The commitlog is walked as the broker's recovery walks it (a blank record moves on to the
+    /// next file); the file holding the end of data is continued at that position. Consume
+    /// queues and index files are derived data: they are removed and dispatched again from
+    /// every record, so they come out as a fresh dispatch would make them. Queue offsets continue
+    /// from the last record of each queue. A root without commitlog files starts like
+    /// [`StoreWriter::create`]. A bad record, or data after the end of data, is refused: repair
+    /// the store first. A live store is refused (`LiveGuard`).
+    pub fn resume(root: &Path, options: WriterOptions) -> Result<Self> {
+        use crate::format::commitlog::read::{Commitlog, RecordIter, SegmentEnd};
+        crate::engine::store::safedir::ensure_not_live(root)?;
+        let cl_dir = root.join(paths::COMMITLOG);
+        let commitlog = if cl_dir.is_dir() {
+            Commitlog::open(&cl_dir)?
+        } else {
+            return Self::create(root, options);
+        };
+        if commitlog.segments.is_empty() {
+            return Self::create(root, options);
+        }
+        for d in [paths::CONSUMEQUEUE, paths::INDEX] {
+            let p = root.join(d);
+            if p.is_dir() {
+                std::fs::remove_dir_all(&p).map_err(|e| Error::io(&p, e))?;
+            }
+        }
+        let file_size = options.geometry.commitlog_file_size.value;
+        let index = options
+            .index
+            .then(|| {
+                IndexBuilder::new(
+                    root.join(paths::INDEX),
+                    &options.geometry,
+                    options.index_naming,
+                )
+            })
+            .transpose()?;
+        let mut w = StoreWriter {
+            root: root.to_path_buf(),
+            options,
+            segment: None,
+            next_offset: commitlog.segments.first().map(|s| s.start).unwrap_or(0),
+            queue_offsets: HashMap::new(),
+            cqs: HashMap::new(),
+            index,
+            last_store_timestamp: 0,
+            last_cq_timestamp: 0,
+            buf: Vec::new(),
+        };
+        let last = commitlog.segments.len() - 1;
+        for (i, seg) in commitlog.segments.iter().enumerate() {
+            let map = seg.map()?;
+            let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
+            for r in it.by_ref() {
+                let m = r?;
+                w.dispatch_record(&m)?;
+                if m.transaction_type().is_queued() {
+                    let n = batch_count(m.property(prop::INNER_NUM).as_deref(), m.sys_flag);
+                    w.queue_offsets.insert(
+                        (m.topic.to_string(), m.queue_id),
+                        m.queue_offset.saturating_add(n),
+                    );
+                }
+            }
+            let later_empty = || {
+                commitlog.segments[i + 1..].iter().all(|s| {
+                    s.map().is_ok_and(|m| {
+                        matches!(parse_record(&m, 0, s.start, false), Ok(Record::EndOfData))
+                    })
+                })
+            };
+            match it.end().clone() {
+                SegmentEnd::Blank { .. } => w.next_offset = seg.start.saturating_add(file_size),
+                SegmentEnd::EndOfData { pos } if i == last || later_empty() => {
+                    let mut f = std::fs::OpenOptions::new()
+                        .write(true)
+                        .open(&seg.path)
+                        .map_err(|e| Error::io(&seg.path, e))?;
+                    use std::io::Seek;
+                    f.seek(std::io::SeekFrom::Start(pos as u64))
+                        .map_err(|e| Error::io(&seg.path, e))?;
+                    w.segment = Some(SegmentWriter::new(
+                        seg.path.clone(),
+                        seg.start,
+                        pos as u64,
+                        f,
+                    ));
+                    break;
+                }
+                end => {
+                    return Err(Error::layout(
+                        &seg.path,
+                        format!(
+                            "cannot resume: the data ends here ({end:?}) but later commitlog \
+                             files exist or the file is damaged; repair the store first"
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(w)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.options.geometry
+    }
+
+    /// Start the commitlog at `offset` (a multiple of the file size), as after old files expired.
+    pub fn set_start_offset(&mut self, offset: u64) {
+        if self.segment.is_none() {
+            self.next_offset = offset;
+        }
+    }
+
+    /// The next queue offset the broker would assign in (topic, queue).
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        self.queue_offsets
+            .get(&(topic.to_string(), queue_id))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    pub fn set_next_queue_offset(&mut self, topic: &str, queue_id: i32, next: i64) {
+        self.queue_offsets
+            .insert((topic.to_string(), queue_id), next);
+    }
+
+    /// The commitlog offset the next record would get (if it fits the current file).
+    pub fn next_offset(&self) -> u64 {
+        self.segment
+            .as_ref()
+            .map(|s| s.start + s.pos)
+            .unwrap_or(self.next_offset)
+    }
+
+    fn open_segment(&mut self, start: u64) -> Result<()> {
+        let dir = self.root.join(paths::COMMITLOG);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let path = dir.join(offset_to_name(start));
+        let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
+        self.segment = Some(SegmentWriter::new(path, start, 0, f));
+        Ok(())
+    }
+
+    fn close_segment(&mut self) -> Result<()> {
+        if let Some(mut s) = self.segment.take() {
+            let size = self.options.geometry.commitlog_file_size.value;
+            s.out.flush().map_err(|e| Error::io(&s.path, e))?;
+            let f = s.out.get_ref();
+            f.set_len(size)
+                .and_then(|_| f.sync_all())
+                .map_err(|e| Error::io(&s.path, e))?;
+            self.next_offset = s.start + size;
+        }
+        Ok(())
+    }
+
+    /// Append a message as the broker's `CommitLog.putMessage` does: assign the physical offset
+    /// and (for NOT/COMMIT records) the next queue offset, end the file with a blank record when
+    /// the message does not fit, then dispatch it.
+    pub fn append(&mut self, msg: Message) -> Result<Appended> {
+        self.buf.clear();
+        msg.encode_into(&mut self.buf)
+            .map_err(|e| Error::layout(&self.root, e.to_string()))?;
+        let n = batch_count(msg.property(prop::INNER_NUM).as_deref(), msg.sys_flag);
+        let queued = msg.transaction_type().is_queued();
+        let (wrote_offset, queue_offset) =
+            self.put_buffered(&msg.topic, msg.queue_id, queued, n)?;
+        let buf = std::mem::take(&mut self.buf);
+        let res = self.dispatch_bytes(&buf, wrote_offset);
+        self.buf = buf;
+        res?;
+        Ok(Appended {
+            wrote_offset,
+            wrote_bytes: self.buf.len(),
+            queue_offset,
+            msg_id: crate::format::msgid::offset_msg_id(&msg.store_host, wrote_offset as i64),
+        })
+    }
+
+    /// Append a record as it was stored elsewhere (salvage): its bytes unchanged but for
+    /// QUEUEOFFSET and PHYSICALOFFSET, which this store assigns (BODYCRC covers the body only).
+    pub fn append_record(&mut self, m: &MessageRef<'_>) -> Result<Appended> {
+        self.buf.clear();
+        self.buf.extend_from_slice(m.raw);
+        let n = batch_count(m.property(prop::INNER_NUM).as_deref(), m.sys_flag);
+        let queued = m.transaction_type().is_queued();
+        let (wrote_offset, queue_offset) = self.put_buffered(&m.topic, m.queue_id, queued, n)?;
+        // Dispatched as written: the same record at its new offsets.
+        let mut here = m.clone();
+        here.position = wrote_offset;
+        here.physical_offset = wrote_offset as i64;
+        here.queue_offset = queue_offset;
+        self.dispatch_record(&here)?;
+        Ok(Appended {
+            wrote_offset,
+            wrote_bytes: m.raw.len(),
+            queue_offset,
+            msg_id: crate::format::msgid::offset_msg_id(&m.store_host, wrote_offset as i64),
+        })
+    }
+
+    /// The record encoded in `self.buf` gets its offsets and goes into the commitlog (after a
+    /// blank record ending the file when it does not fit). Returns its offset and queue offset.
+    fn put_buffered(
+        &mut self,
+        topic: &str,
+        queue_id: i32,
+        queued: bool,
+        batch: i64,
+    ) -> Result<(u64, i64)> {
+        let file_size = self.options.geometry.commitlog_file_size.value;
+        let len = self.buf.len();
+        if (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size || len < PHYSICAL_OFFSET_END {
+            return Err(Error::layout(
+                &self.root,
+                format!(
+                    "a record of {len} bytes does not fit commitlog files of {file_size} bytes"
+                ),
+            ));
+        }
+        if self.segment.is_none() {
+            self.open_segment(self.next_offset)?;
+        }
+        let needs_roll = self
+            .segment
+            .as_ref()
+            .is_some_and(|s| (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size - s.pos);
+        if needs_roll {
+            if let Some(s) = self.segment.as_mut() {
+                let left = (file_size - s.pos) as i32;
+                s.out
+                    .write_all(&blank_record(left))
+                    .map_err(|e| Error::io(&s.path, e))?;
+            }
+            self.close_segment()?;
+            self.open_segment(self.next_offset)?;
+        }
+        let Some(seg) = self.segment.as_mut() else {
+            return Err(Error::layout(&self.root, "no commitlog file open"));
+        };
+        let wrote_offset = seg.start + seg.pos;
+        let queue_offset = if queued {
+            let next = self
+                .queue_offsets
+                .entry((topic.to_string(), queue_id))
+                .or_insert(0);
+            let at = *next;
+            *next = at + batch;
+            at
+        } else {
+            0
+        };
+        self.buf[QUEUE_OFFSET_AT..PHYSICAL_OFFSET_AT].copy_from_slice(&queue_offset.to_be_bytes());
+        self.buf[PHYSICAL_OFFSET_AT..PHYSICAL_OFFSET_END]
+            .copy_from_slice(&(wrote_offset as i64).to_be_bytes());
+        seg.out
+            .write_all(&self.buf)
+            .map_err(|e| Error::io(&seg.path, e))?;
+        seg.pos += len as u64;
+        Ok((wrote_offset, queue_offset))
+    }
+
+    fn dispatch_bytes(&mut self, buf: &[u8], offset: u64) -> Result<()> {
+        let path = self
+            .segment
+            .as_ref()
+            .map(|s| s.path.clone())
+            .unwrap_or_default();
+        match parse_record(buf, 0, offset, false) {
+            Ok(Record::Message(m)) => self.dispatch_record(&m),
+            Ok(_) => Err(Error::data(
+                &path,
+                offset,
+                ErrorKind::Invalid {
+                    what: "encoded record",
+                    detail: "did not parse back".into(),
+                },
+            )),
+            Err(e) => Err(e.in_file(&path, offset)),
+        }
+    }
+
+    /// Dispatch an existing record (rebuild): consume queue unit and index entries.
+    pub fn dispatch_record(&mut self, m: &MessageRef<'_>) -> Result<()> {
+        let d: Dispatch = dispatch(m, &self.options.geometry).map_err(|e| {
+            let size = self.options.geometry.commitlog_file_size.value.max(1);
+            let start = m.position - m.position % size;
+            Error::data(
+                &self.root.join(paths::COMMITLOG).join(offset_to_name(start)),
+                m.position - start,
+                ErrorKind::Invalid {
+                    what: "record",
+                    detail: e.to_string(),
+                },
+            )
+        })?;
+        self.last_store_timestamp = m.store_timestamp;
+        if self.options.consumequeue {
+            if let Some(cq) = &d.cq {
+                let file_size = self.options.geometry.cq_file_size();
+                let key = (cq.topic.clone(), cq.queue_id);
+                let w = match self.cqs.entry(key) {
+                    std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        let dir = queue_dir(&self.root, &cq.topic, cq.queue_id)?;
+                        v.insert(QueueWriter::new(dir, file_size))
+                    }
+                };
+                w.put(cq.unit, cq.queue_offset)?;
+                self.last_cq_timestamp = m.store_timestamp;
+            }
+        }
+        if let Some(ix) = self.index.as_mut() {
+            ix.add(m)?;
+        }
+        Ok(())
+    }
+
+    /// Write a config file in the broker's form (`config/<name>`, the previous one kept as `.bak`).
+    pub fn write_config<T: ConfigFile>(&self, value: &T) -> Result<()> {
+        let dir = self.root.join(paths::CONFIG);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        persist(&dir.join(T::FILE_NAME), &value.to_pretty())
+    }
+
+    /// Finish: pad the last commitlog file to full size, write consume queues, index files and
+    /// the checkpoint. Returns the checkpoint written.
+    pub fn finish(mut self) -> Result<Checkpoint> {
+        self.close_segment()?;
+        for cq in self.cqs.values_mut() {
+            cq.finish()?;
+        }
+        let index_ts = match self.index.take() {
+            Some(ix) => ix.finish()?,
+            None => 0,
+        };
+        let cp = Checkpoint {
+            physic_msg_timestamp: self.last_store_timestamp,
+            logics_msg_timestamp: self.last_cq_timestamp,
+            index_msg_timestamp: index_ts,
+            ..Default::default()
+        };
+        let p = self.root.join(paths::CHECKPOINT);
+        write_synced(&p, &cp.to_bytes())?;
+        Ok(cp)
+    }
+}
+
+/// Where QUEUEOFFSET and PHYSICALOFFSET are in every record (v1 and v2 alike).
+const QUEUE_OFFSET_AT: usize = 20;
+const PHYSICAL_OFFSET_AT: usize = 28;
+const PHYSICAL_OFFSET_END: usize = 36;
+
+/// The queue offsets a queued record takes: INNER_NUM of an inner batch, else 1.
+fn batch_count(inner_num: Option<&str>, sys_flag: i32) -> i64 {
+    inner_num
+        .and_then(crate::format::java::parse_int)
+        .filter(|_| sys_flag & crate::format::commitlog::sysflag::INNER_BATCH != 0)
+        .unwrap_or(1) as i64
+}
+
+/// Write a whole file and fsync it.
+pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+    }
+    let mut f = File::create(path).map_err(|e| Error::io(path, e))?;
+    f.write_all(bytes)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| Error::io(path, e))
+}
