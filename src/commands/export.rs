@@ -21,10 +21,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::client_dir::ClientDirArgs;
+use super::engine_args::{open_engine, use_client_dir, BrokerArg, EngineArgs};
 use super::names;
 use super::output::{json_line, parse_time_arg, BodyMode, MessageJson};
-use super::pull::{open_engine, use_client_dir, EngineArgs};
-use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::pull::BrokerRole;
 use crate::engine::broker::transaction::HalfState;

@@ -19,9 +19,9 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde::Serialize;
 
 use super::client_dir::{self, ClientDirArgs};
+use super::engine_args::BrokerArg;
 use super::names;
 use super::output::{self, parse_time_arg, summary_line, typed_line};
-use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::admin::{
     self,

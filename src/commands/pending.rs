@@ -18,10 +18,9 @@ use clap::Args;
 use serde::Serialize;
 
 use super::client_dir::ClientDirArgs;
+use super::engine_args::{open_engine, use_client_dir, BrokerArg, EngineArgs};
 use super::names;
 use super::output::{format_time, parse_time_arg, summary_line, typed_line};
-use super::pull::{open_engine, use_client_dir, EngineArgs};
-use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::pull::BrokerRole;
 use crate::engine::broker::schedule::DelayedMessage;

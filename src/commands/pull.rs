@@ -19,21 +19,19 @@
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::Args;
 use serde_json::json;
 
 use super::client_dir::ClientDirArgs;
-use super::dump::MessagePrinter;
+use super::engine_args::{open_engine, use_client_dir, BrokerArg, EngineArgs};
 use super::line_format::{LineArgs, Style};
+use super::message_printer::MessagePrinter;
 use super::names;
 use super::output::{parse_time_arg, BodyMode};
-use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::broker::clock::{Clock, FakeClock, SystemClock};
 use crate::engine::broker::pull::{BrokerRole, MessageFilter, PullRequest, DEFAULT_PULL_BATCH};
-use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
+use crate::engine::broker::Engine;
 use crate::engine::filter::sql::{SqlDialect, SqlFilter};
 use crate::engine::filter::TagFilter;
 use crate::engine::store::version::BrokerVersion;
@@ -111,63 +109,6 @@ pub struct PullArgs {
     pub lines: LineArgs,
     #[command(flatten)]
     pub geometry: GeometryArgs,
-}
-
-/// Build the engine the pull-side commands share: options guessed from the store, then the
-/// role, broker rules and clock asked for.
-pub(crate) struct EngineArgs<'a> {
-    pub overlay: Option<&'a std::path::Path>,
-    pub now: Option<i64>,
-    pub role: BrokerRole,
-    pub broker: Option<BrokerArg>,
-    pub full_replay: bool,
-    pub writable: bool,
-    /// `--broker-name`: the engine's brokerName.
-    pub broker_name: Option<String>,
-}
-
-pub(crate) fn open_engine(store: Store, a: EngineArgs<'_>) -> anyhow::Result<Engine> {
-    let EngineArgs {
-        overlay,
-        now,
-        role,
-        broker,
-        full_replay,
-        writable,
-        broker_name,
-    } = a;
-    let mut opts = EngineOptions::for_store(&store);
-    opts.role = role;
-    if let Some(b) = broker_name {
-        opts.broker_name = b;
-    }
-    if full_replay {
-        opts.replay = ReplayMode::Full;
-    }
-    if let Some(b) = broker {
-        opts.version = match b {
-            BrokerArg::V4_9 => BrokerVersion::V4_9,
-            BrokerArg::V5 => BrokerVersion::V5,
-        };
-    }
-    let clock: Arc<dyn Clock> = match now {
-        Some(t) => Arc::new(FakeClock::new(t)),
-        None => Arc::new(SystemClock),
-    };
-    let engine = if writable {
-        Engine::open(store, overlay, clock, opts)?
-    } else {
-        Engine::open_read_only(store, overlay, clock, opts)?
-    };
-    Ok(engine)
-}
-
-/// With `--client-dir`: read the client's offsets and have the engine use them for its group.
-pub(crate) fn use_client_dir(engine: &mut Engine, client: &ClientDirArgs) -> anyhow::Result<()> {
-    if let Some(c) = client.load(&engine.options().broker_name.clone())? {
-        engine.use_client_offsets(c);
-    }
-    Ok(())
 }
 
 fn filter_of(a: &PullArgs, version: BrokerVersion) -> anyhow::Result<Option<MessageFilter>> {

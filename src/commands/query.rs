@@ -16,11 +16,11 @@
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::{json, Value};
 
-use super::dump::MessagePrinter;
 use super::line_format::{LineArgs, Style};
+use super::message_printer::MessagePrinter;
 use super::names;
 use super::output::{self, parse_time_arg, BodyMode};
 use super::{ExitStatus, GeometryArgs};
@@ -29,16 +29,10 @@ use crate::engine::store::reader::{Hit, Reader, WindowQuery};
 use crate::engine::store::version::{detect_broker_version, BrokerVersion};
 use crate::engine::Store;
 
+use super::engine_args::BrokerArg;
+
 /// Default and largest `--max` for index lookups (`maxMsgsNumBatch`).
 const INDEX_MAX: usize = 64;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BrokerArg {
-    #[value(name = "4.9")]
-    V4_9,
-    #[value(name = "5")]
-    V5,
-}
 
 #[derive(Debug, Args)]
 pub struct QueryArgs {

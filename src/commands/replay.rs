@@ -34,9 +34,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::client_dir::ClientDirArgs;
+use super::engine_args::BrokerArg;
 use super::names;
 use super::output::{parse_time_arg, BodyMode, MessageJson};
-use super::query::BrokerArg;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::clock::{Clock, SystemClock};
 use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
@@ -286,7 +286,7 @@ fn open(a: &ReplayArgs, clock: Arc<dyn Clock>) -> anyhow::Result<Engine> {
         opts.broker_name = b.clone();
     }
     let mut engine = Engine::open(store, a.overlay.as_deref(), clock, opts)?;
-    super::pull::use_client_dir(&mut engine, &a.client)?;
+    super::engine_args::use_client_dir(&mut engine, &a.client)?;
     Ok(engine)
 }
 
