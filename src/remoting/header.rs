@@ -8,7 +8,7 @@
 //! follow `Boolean.parseBoolean` (`true` in any case is true, anything else false).
 //!
 //! Three kinds of field: required (`@CFNotNull`; missing is an error, as the broker fails the
-//! request with "the custom field <x> is null"), optional (a boxed field, absent when null) and
+//! request with "the custom field `<x>` is null"), optional (a boxed field, absent when null) and
 //! primitive without `@CFNotNull` (`boolean unitMode`: written always, read as `false` when
 //! missing). Where Java silently leaves an unparsable number null, these readers report it, with
 //! the field name and the expected type.

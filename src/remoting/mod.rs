@@ -21,8 +21,15 @@
 //!   [`RemotingCommand::response_to`] does) keeps it working.
 //! - ali-ons puts numbers and booleans into `extFields` and sends no `serializeTypeCurrentRPC`;
 //!   the JSON reader takes both (see [`command::json`]).
-//! - The binary form written by Java 4.9 reads an empty extFields value back as `""`, not as
-//!   absent as the protocol notes (describing the later codec) say; see [`command::binary`].
+//! - The binary form of the 4.x `RocketMQSerializable` (`ByteBuffer` based) reads an empty
+//!   extFields value back as `""`; the protocol notes say it is lost, which is what the later
+//!   Netty-buffer codec does. This reader keeps `""`; see [`command::binary`].
+//! - `QueueData`'s flag is `topicSynFlag` in the 4.x classes (`common.protocol.route`), not
+//!   `topicSysFlag` (the 5.x name the protocol notes use); routes are written with the 4.x name
+//!   and read with either ([`body::route`]).
+//! - `FLOW_CONTROL` (215) is not in the 4.x `ResponseCode` source that was checked (it has
+//!   `FLUSH_DISK_FAILED` = 29 instead); it is kept because the protocol notes say 4.9.8 clients
+//!   test for it, and no other code uses that number.
 
 pub mod acl;
 pub mod body;
