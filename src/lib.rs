@@ -3,10 +3,12 @@
 //! Four layers, data flowing one way: [`format`] (bytes on disk <-> typed views, one module per
 //! file kind), [`engine`] (the store as a whole: dispatch rules, the writer, and later the broker
 //! half), [`commands`] (the CLI, presentation only) and `tui`.
+//! [`remoting`] is the RocketMQ wire protocol as bytes (frames, headers, bodies; no sockets).
 
 #![deny(unsafe_code)]
 
 pub mod commands;
 pub mod engine;
 pub mod format;
+pub mod remoting;
 pub mod tui;
