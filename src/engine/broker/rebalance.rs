@@ -9,23 +9,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-/// A queue of a topic on one broker (`MessageQueue`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct MessageQueue {
-    pub topic: String,
-    pub broker_name: String,
-    pub queue_id: i32,
-}
-
-impl MessageQueue {
-    pub fn new(topic: impl Into<String>, broker_name: impl Into<String>, queue_id: i32) -> Self {
-        MessageQueue {
-            topic: topic.into(),
-            broker_name: broker_name.into(),
-            queue_id,
-        }
-    }
-}
+/// A queue of a topic on one broker (`MessageQueue`), the wire protocol's type.
+pub use crate::remoting::body::MessageQueue;
 
 /// Java `String.compareTo`: UTF-16 code unit order.
 pub fn java_string_cmp(a: &str, b: &str) -> Ordering {

@@ -51,8 +51,9 @@ pub enum BodyError {
     },
 }
 
-/// `MessageQueue`: one queue of a topic on a broker; also the key of the stats tables.
-#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// `MessageQueue`: one queue of a topic on a broker; also the key of the stats tables. Its order
+/// (`compareTo`) and `toString` are in `engine::broker::rebalance`, where allocation uses them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct MessageQueue {
     pub topic: String,
     pub broker_name: String,
