@@ -4,6 +4,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// A source of "now" in epoch milliseconds, as the broker's `System.currentTimeMillis()`.
 pub trait Clock: Send + Sync + fmt::Debug {
@@ -46,6 +47,46 @@ impl Clock for FakeClock {
     }
 }
 
+/// A clock that starts at `origin_ms` and runs `scale` times faster than the machine's clock
+/// (delays of minutes pass in seconds; the records it stamps are in its own time).
+#[derive(Debug)]
+pub struct ScaledClock {
+    origin_ms: i64,
+    start: Instant,
+    scale: f64,
+}
+
+impl ScaledClock {
+    pub fn new(origin_ms: i64, scale: f64) -> Self {
+        ScaledClock {
+            origin_ms,
+            start: Instant::now(),
+            scale: if scale.is_finite() && scale > 0.0 {
+                scale
+            } else {
+                1.0
+            },
+        }
+    }
+
+    /// Real milliseconds until this clock reads `t` (0 when it already does).
+    pub fn real_ms_until(&self, t: i64) -> u64 {
+        let d = t.saturating_sub(self.now_ms());
+        if d <= 0 {
+            0
+        } else {
+            (d as f64 / self.scale).ceil() as u64
+        }
+    }
+}
+
+impl Clock for ScaledClock {
+    fn now_ms(&self) -> i64 {
+        let elapsed = self.start.elapsed().as_secs_f64() * 1000.0 * self.scale;
+        self.origin_ms.saturating_add(elapsed as i64)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,6 +101,18 @@ mod tests {
         c.set(5);
         assert_eq!(engine_side.now_ms(), 5);
         assert!(SystemClock.now_ms() > 1_600_000_000_000);
+    }
+
+    #[test]
+    fn scaled_clock_runs_faster() {
+        let c = ScaledClock::new(1_000, 1000.0);
+        let a = c.now_ms();
+        assert!(a >= 1_000);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(c.now_ms() >= a + 4_000);
+        assert_eq!(c.real_ms_until(0), 0);
+        assert!(c.real_ms_until(c.now_ms() + 10_000) <= 10);
+        assert_eq!(ScaledClock::new(0, -1.0).scale, 1.0);
     }
 }
 

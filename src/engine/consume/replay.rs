@@ -29,12 +29,11 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::engine::broker::client_offsets::ClientOffsets;
-use crate::engine::broker::clock::Clock;
+pub use crate::engine::broker::clock::ScaledClock;
 use crate::engine::broker::offsets::ConsumeFrom;
 use crate::engine::broker::orderly::{
     OrderlyOutcome, OrderlyQueue, OrderlyStatus, SUSPEND_DEFAULT_MS,
@@ -781,61 +780,9 @@ impl Replayer {
     }
 }
 
-/// A clock that starts at `origin_ms` and runs `scale` times faster than the machine's clock
-/// (delays of minutes pass in seconds; the records it stamps are in its own time).
-#[derive(Debug)]
-pub struct ScaledClock {
-    origin_ms: i64,
-    start: Instant,
-    scale: f64,
-}
-
-impl ScaledClock {
-    pub fn new(origin_ms: i64, scale: f64) -> Self {
-        ScaledClock {
-            origin_ms,
-            start: Instant::now(),
-            scale: if scale.is_finite() && scale > 0.0 {
-                scale
-            } else {
-                1.0
-            },
-        }
-    }
-
-    /// Real milliseconds until this clock reads `t` (0 when it already does).
-    pub fn real_ms_until(&self, t: i64) -> u64 {
-        let d = t.saturating_sub(self.now_ms());
-        if d <= 0 {
-            0
-        } else {
-            (d as f64 / self.scale).ceil() as u64
-        }
-    }
-}
-
-impl Clock for ScaledClock {
-    fn now_ms(&self) -> i64 {
-        let elapsed = self.start.elapsed().as_secs_f64() * 1000.0 * self.scale;
-        self.origin_ms.saturating_add(elapsed as i64)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scaled_clock_runs_faster() {
-        let c = ScaledClock::new(1_000, 1000.0);
-        let a = c.now_ms();
-        assert!(a >= 1_000);
-        std::thread::sleep(std::time::Duration::from_millis(5));
-        assert!(c.now_ms() >= a + 4_000);
-        assert_eq!(c.real_ms_until(0), 0);
-        assert!(c.real_ms_until(c.now_ms() + 10_000) <= 10);
-        assert_eq!(ScaledClock::new(0, -1.0).scale, 1.0);
-    }
 
     #[test]
     fn commit_value_is_the_smallest_in_progress() {
