@@ -3,7 +3,8 @@
 //! Four layers, data flowing one way: [`format`] (bytes on disk <-> typed views, one module per
 //! file kind), [`engine`] (the store as a whole: dispatch rules, the writer, and later the broker
 //! half), [`commands`] (the CLI, presentation only) and `tui`.
-//! [`remoting`] is the RocketMQ wire protocol as bytes (frames, headers, bodies; no sockets).
+//! [`remoting`] is the RocketMQ wire protocol as bytes (frames, headers, bodies; no sockets);
+//! [`serve`] puts the engine behind it on a socket (NameServer and Broker in one process).
 
 #![deny(unsafe_code)]
 
@@ -11,4 +12,5 @@ pub mod commands;
 pub mod engine;
 pub mod format;
 pub mod remoting;
+pub mod serve;
 pub mod tui;

@@ -279,6 +279,17 @@ pub fn examples(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+pub const SERVE: &str = "\
+Runs until Ctrl-C or SIGTERM, then writes the overlay (offsets, retries, dead letters) and
+exits 0; 2 could not run (the store cannot be opened, the address is taken, a non-loopback
+--listen without --acl, an unreadable ACL file).
+
+Examples:
+  rmqstore serve ~/store --overlay /tmp/ov
+  rmqstore serve ~/store --overlay /tmp/ov --listen 0.0.0.0:9876 --acl conf/plain_acl.yml
+  rmqstore serve ~/store --overlay /tmp/ov --time-scale 60   # retries fall due 60x sooner
+  mqadmin consumerProgress -n 127.0.0.1:9876 -g OrderGroup";
+
 #[cfg(test)]
 mod tests {
     use super::*;

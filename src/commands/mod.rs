@@ -24,6 +24,7 @@ pub mod query;
 pub mod rebuild;
 pub mod repair;
 pub mod replay;
+pub mod serve;
 pub mod trace;
 pub mod tui;
 pub mod verify;
@@ -106,6 +107,9 @@ pub enum Command {
     /// Check every invariant of a store; --explain-recovery says what the broker's next start does.
     #[command(after_help = help::VERIFY)]
     Verify(verify::VerifyArgs),
+    /// Answer RocketMQ consumers and admin tools for a store over the wire (NameServer + Broker).
+    #[command(after_help = help::SERVE)]
+    Serve(serve::ServeArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = help::COMPLETIONS)]
     Completions(completions::CompletionsArgs),
@@ -176,6 +180,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Offsets(a) => offsets::run(&a, &mut out),
         Command::Config(a) => config::run(&a, &mut out),
         Command::Verify(a) => verify::run(&a, &mut out),
+        Command::Serve(a) => serve::run(&a, &mut out),
         Command::Completions(a) => completions::run(&a, &mut out),
         Command::Man(a) => man::run(&a, &mut out),
     };

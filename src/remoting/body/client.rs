@@ -74,7 +74,7 @@ pub struct LockBatchResponseBody {
 }
 
 impl SubscriptionData {
-    fn to_value(&self) -> JsonValue {
+    pub(crate) fn to_value(&self) -> JsonValue {
         object(vec![
             ("classFilterMode", JsonValue::Bool(self.class_filter_mode)),
             (
@@ -89,7 +89,7 @@ impl SubscriptionData {
         ])
     }
 
-    fn from_obj(o: &Obj<'_>) -> Result<Self, BodyError> {
+    pub(crate) fn from_obj(o: &Obj<'_>) -> Result<Self, BodyError> {
         let path = o.path("codeSet");
         let code_set = o
             .array("codeSet")?

@@ -13,8 +13,9 @@
 //! ResetOffsetBody), so those bodies have encoders only.
 //!
 //! Modules: [`route`] (name-server answers), [`client`] (what consumers send and get),
-//! [`stats`] (admin tables keyed by queue).
+//! [`stats`] (admin tables keyed by queue), [`admin`] (other admin answers).
 
+pub mod admin;
 pub mod client;
 pub mod route;
 pub mod stats;
@@ -22,6 +23,7 @@ pub mod stats;
 use crate::format::config::fastjson::{parse, to_fastjson_compact, JsonKey, JsonValue};
 use crate::format::error::ParseError;
 
+pub use admin::{CheckClientConfigBody, ConnectionInfo, ConsumerConnection, GroupList, KvTable};
 pub use client::{
     ConsumerData, ConsumerListByGroup, HeartbeatData, LockBatchRequestBody, LockBatchResponseBody,
     ProducerData, SubscriptionData,

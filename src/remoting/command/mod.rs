@@ -29,8 +29,9 @@ pub const VERSION_V3_4_9: i32 = 121;
 
 /// The sender's `LanguageCode`. Codes equal the Java enum's ordinals, so fastjson's numeric form
 /// and the binary byte agree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Language {
+    #[default]
     Java,
     Cpp,
     DotNet,
