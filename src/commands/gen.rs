@@ -39,6 +39,10 @@ pub struct GenArgs {
     /// records, batched into trace messages on RMQ_SYS_TRACE_TOPIC (see `rmqstore trace`).
     #[arg(long)]
     pub traces: bool,
+    /// Only what every client decodes: IPv4 born hosts, bodies plain or zlib (no LZ4 or zstd),
+    /// for clients such as ali-ons.
+    #[arg(long)]
+    pub plain: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -65,6 +69,7 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         geometry,
         message_version: a.message_version,
         traces: a.traces,
+        plain: a.plain,
     };
     // Rough size for the progress bar: about 1 KiB per operation.
     let pb = output::progress(a.messages.saturating_mul(1100), "generating");

@@ -1,0 +1,288 @@
+//! A real third-party client against `rmqstore serve`: ali-ons, the Node.js RocketMQ 4.x
+//! client from the npm registry (`tests/clients/ali-ons`, installed by `.ci/run`). It drains a
+//! topic of a generated store through its push consumer, fails some messages on purpose, and
+//! sees them again after the retry delay and finally in `%DLQ%`; a second run after a restart
+//! of `serve` gets nothing, because the offsets it committed were persisted in the overlay.
+//!
+//! ali-ons decodes only IPv4 hosts and zlib bodies (and drops the rest of a pull at the first
+//! record it cannot read), so the store is generated with `gen --plain`.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rmqstore::engine::broker::clock::SystemClock;
+use rmqstore::engine::broker::{Engine, EngineOptions};
+use rmqstore::engine::Store;
+use rmqstore::format::geometry::GeometryInputs;
+use serde_json::Value;
+
+const TOPIC: &str = "PaymentTopic";
+const GROUP: &str = "NodeGroup";
+
+fn client_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/ali-ons")
+}
+
+/// The client is installed and node runs; under CI its absence fails the test.
+fn ali_ons_ready() -> bool {
+    let installed = client_dir()
+        .join("node_modules/ali-ons/package.json")
+        .is_file();
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if installed && node {
+        return true;
+    }
+    let why = format!(
+        "ali-ons is not installed (run `npm ci --prefix {}`) or node is missing",
+        client_dir().display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{why}");
+    }
+    eprintln!("SKIPPED: {why}");
+    false
+}
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(store: &Path, overlay: &Path) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
+            .arg("serve")
+            .arg(store)
+            .args(["--listen", "127.0.0.1:0", "--overlay"])
+            .arg(overlay)
+            // retry levels (10 s, 30 s, ...) and the store's pending delays pass in milliseconds
+            .args(["--time-scale", "10000"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .to_string();
+        Server { child, addr }
+    }
+
+    fn stop(mut self) {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "serve did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(self.child.wait().unwrap().success());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Run `consume.js` against `addr`; its deliveries.
+fn consume(addr: &str, fail_mod: u32, start_ms: u64) -> Vec<Value> {
+    let out = Command::new("node")
+        .arg(client_dir().join("consume.js"))
+        .env("NAMESRV", addr)
+        .env("GROUP", GROUP)
+        .env("TOPIC", TOPIC)
+        .env("FAIL_MOD", fail_mod.to_string())
+        .env("MAX_RECONSUME", "2")
+        .env("IDLE_MS", "3000")
+        .env("START_MS", start_ms.to_string())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "consume.js failed");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The body as a client hands it over: inflated when COMPRESSED.
+fn plain_body(sys_flag: i32, body: &[u8]) -> Vec<u8> {
+    if sys_flag & rmqstore::format::commitlog::sysflag::COMPRESSED != 0 {
+        rmqstore::format::compression::decompress(sys_flag, body).unwrap()
+    } else {
+        body.to_vec()
+    }
+}
+
+/// A message as the test compares it: UNIQ_KEY, tags, keys, body digest, user properties.
+fn shape(
+    uniq: &str,
+    tags: Option<&str>,
+    keys: Option<&str>,
+    sha: &str,
+    trace: Option<&str>,
+) -> String {
+    format!("{uniq}|{tags:?}|{keys:?}|{sha}|{trace:?}")
+}
+
+#[test]
+fn ali_ons_drains_a_topic_with_retries_dlq_and_offsets_kept_across_a_restart() {
+    if !ali_ons_ready() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    let overlay = t.path().join("overlay");
+    let gen = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
+        .arg("gen")
+        .arg(&store)
+        .args([
+            "--plain",
+            "--messages",
+            "400",
+            "--commitlog-file-size",
+            "262144",
+        ])
+        .args([
+            "--cq-file-units",
+            "100",
+            "--index-slots",
+            "64",
+            "--index-entries",
+            "256",
+        ])
+        .output()
+        .unwrap();
+    assert!(gen.status.success());
+
+    let s = Server::start(&store, &overlay);
+    let got = consume(&s.addr, 10, 30_000);
+    s.stop();
+
+    // what the topic holds now (the store's pending delays were delivered into it)
+    let src = Store::open(&store, &GeometryInputs::default()).unwrap();
+    let opts = EngineOptions::for_store(&src);
+    let e = Engine::open_read_only(src, Some(&overlay), Arc::new(SystemClock), opts).unwrap();
+    let mut want = BTreeMap::new();
+    for q in e.queue_ids(TOPIC) {
+        let (min, max) = e.queue_bounds(TOPIC, q);
+        for o in min..max {
+            let m = e
+                .message_at(e.unit_at(TOPIC, q, o).unwrap().offset)
+                .unwrap();
+            let body = plain_body(m.sys_flag, &m.body);
+            let sha = common::sha256_hex(&body);
+            let s = shape(
+                &m.property("UNIQ_KEY").unwrap(),
+                m.property("TAGS").as_deref(),
+                m.property("KEYS").as_deref(),
+                &sha,
+                m.property("traceId").as_deref(),
+            );
+            want.insert((q, o), s);
+        }
+        // every queue was consumed to its end and the offset committed
+        assert_eq!(e.committed_offset(GROUP, TOPIC, q), max, "queue {q}");
+    }
+    assert!(want.len() > 100, "{}", want.len());
+
+    let delivered = |d: &Value| {
+        let p = &d["properties"];
+        shape(
+            p["UNIQ_KEY"].as_str().unwrap(),
+            d["tags"].as_str(),
+            d["keys"].as_str(),
+            d["bodySha256"].as_str().unwrap(),
+            p["traceId"].as_str(),
+        )
+    };
+    // every message once at reconsume 0, as stored
+    let first: BTreeMap<(i32, i64), String> = got
+        .iter()
+        .filter(|d| d["reconsumeTimes"] == 0)
+        .map(|d| {
+            (
+                (
+                    d["queueId"].as_i64().unwrap() as i32,
+                    d["queueOffset"].as_i64().unwrap(),
+                ),
+                delivered(d),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got.iter().filter(|d| d["reconsumeTimes"] == 0).count(),
+        first.len(),
+        "a message arrived twice at reconsume 0"
+    );
+    assert_eq!(first, want);
+    assert!(got.iter().all(|d| d["topic"] == TOPIC));
+
+    // the failed ones came back twice (reconsume 1 and 2, from %RETRY%), then went to the DLQ
+    let failed: BTreeSet<String> = want
+        .iter()
+        .filter(|((_, o), _)| o % 10 == 3)
+        .map(|(_, s)| s.clone())
+        .collect();
+    assert!(!failed.is_empty());
+    for rc in [1, 2] {
+        let again: BTreeSet<String> = got
+            .iter()
+            .filter(|d| d["reconsumeTimes"] == rc)
+            .map(delivered)
+            .collect();
+        assert_eq!(again, failed, "redeliveries at reconsume {rc}");
+    }
+    assert!(got
+        .iter()
+        .all(|d| d["reconsumeTimes"].as_i64().unwrap() <= 2));
+    let dlq = format!("%DLQ%{GROUP}");
+    let (_, dlq_max) = e.queue_bounds(&dlq, 0);
+    let mut dead = BTreeSet::new();
+    for o in 0..dlq_max {
+        let m = e.message_at(e.unit_at(&dlq, 0, o).unwrap().offset).unwrap();
+        assert_eq!(m.reconsume_times, 3);
+        assert_eq!(m.property("RETRY_TOPIC").as_deref(), Some(TOPIC));
+        let body = plain_body(m.sys_flag, &m.body);
+        dead.insert(shape(
+            &m.property("UNIQ_KEY").unwrap(),
+            m.property("TAGS").as_deref(),
+            m.property("KEYS").as_deref(),
+            &common::sha256_hex(&body),
+            m.property("traceId").as_deref(),
+        ));
+    }
+    assert_eq!(dead, failed);
+    drop(e);
+
+    // a restart continues from the overlay: nothing is delivered again
+    let s = Server::start(&store, &overlay);
+    let again = consume(&s.addr, 0, 6_000);
+    s.stop();
+    assert!(
+        again.is_empty(),
+        "{} delivered again after a restart",
+        again.len()
+    );
+}
