@@ -24,6 +24,7 @@ use rmqstore::serve::ServeOptions;
 struct Conn {
     s: TcpStream,
     buf: Vec<u8>,
+    chunk: Vec<u8>,
     codec: FrameCodec,
     opaque: i32,
 }
@@ -61,10 +62,9 @@ impl Conn {
                 self.buf.drain(..used);
                 return r;
             }
-            let mut chunk = vec![0u8; 1 << 20];
-            let n = self.s.read(&mut chunk).unwrap();
+            let n = self.s.read(&mut self.chunk).unwrap();
             assert!(n > 0, "server closed");
-            self.buf.extend_from_slice(&chunk[..n]);
+            self.buf.extend_from_slice(&self.chunk[..n]);
         }
     }
 }
@@ -128,6 +128,7 @@ fn main() {
                 let mut conn = Conn {
                     s: TcpStream::connect(&addr).unwrap(),
                     buf: Vec::new(),
+                    chunk: vec![0u8; 1 << 20],
                     codec: FrameCodec::default(),
                     opaque: 0,
                 };

@@ -309,6 +309,23 @@ fn routes_point_at_the_server_and_unknown_topics_are_refused() {
         },
     );
     assert_eq!(r.code, codes::SUCCESS);
+    // so is the retry topic of a group that only has offsets
+    let (r, _) = c.call_header(
+        codes::GET_ROUTEINFO_BY_TOPIC,
+        &GetRouteInfoRequestHeader {
+            topic: "%RETRY%AuditGroup".into(),
+            accept_standard_json_only: None,
+        },
+    );
+    assert_eq!(r.code, codes::SUCCESS);
+    let (r, _) = c.call_header(
+        codes::GET_ROUTEINFO_BY_TOPIC,
+        &GetRouteInfoRequestHeader {
+            topic: "%RETRY%NoSuchGroup".into(),
+            accept_standard_json_only: None,
+        },
+    );
+    assert_eq!(r.code, codes::TOPIC_NOT_EXIST);
     let (r, body) = c.call(
         RemotingCommand::request(codes::GET_BROKER_CLUSTER_INFO, 0),
         &[],
@@ -1121,4 +1138,87 @@ fn oracle_queries_and_pulls_answer_as_the_java_store() {
         checked += 1;
     }
     assert!(checked > 30, "{checked}");
+}
+
+/// Requests with random codes, random values in the header fields the handlers read and random
+/// bodies: each gets exactly one answer (none when one-way), nothing panics or hangs, and the
+/// server answers normally afterwards.
+#[test]
+fn random_requests_each_get_one_answer() {
+    let s = Server::start(Path::new(FIXTURE), &[]);
+    let mut c = s.client();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    const KEYS: [&str; 16] = [
+        "topic",
+        "consumerGroup",
+        "group",
+        "queueId",
+        "queueOffset",
+        "maxMsgNums",
+        "sysFlag",
+        "commitOffset",
+        "suspendTimeoutMillis",
+        "subscription",
+        "subVersion",
+        "expressionType",
+        "offset",
+        "timestamp",
+        "key",
+        "clientID",
+    ];
+    const VALUES: [&str; 12] = [
+        "0",
+        "1",
+        "-1",
+        "3",
+        "50",
+        "2147483648",
+        "x",
+        "",
+        "OrderTopic",
+        "%RETRY%OrderGroup",
+        "SQL92",
+        "a > ",
+    ];
+    const BODIES: [&[u8]; 5] = [
+        b"",
+        b"{",
+        b"{\"clientID\":\"x\",\"consumerDataSet\":[{\"groupName\":1}]}",
+        b"{\"consumerGroup\":\"g\",\"clientId\":\"c\",\"mqSet\":[{\"topic\":\"OrderTopic\",\"brokerName\":\"broker-a\",\"queueId\":\"q\"}]}",
+        b"\xff\xfe\x00garbage",
+    ];
+    for round in 0..400 {
+        let code = if next(3) == 0 {
+            next(400) as i32
+        } else {
+            [
+                11, 12, 14, 15, 29, 30, 31, 32, 33, 34, 35, 36, 38, 41, 42, 46, 105, 202, 203, 208,
+                222, 300,
+            ][next(22) as usize]
+        };
+        let mut cmd = RemotingCommand::request(code, 0);
+        for _ in 0..next(10) {
+            cmd.ext_fields.insert(
+                KEYS[next(KEYS.len() as u64) as usize],
+                VALUES[next(VALUES.len() as u64) as usize],
+            );
+        }
+        // keep held pulls short
+        cmd.ext_fields.insert("suspendTimeoutMillis", "10");
+        let body = BODIES[next(BODIES.len() as u64) as usize];
+        let (r, _) = c.call(cmd, body);
+        assert!(r.is_response(), "round {round}: code {code}");
+    }
+    assert!(c.early.is_empty(), "answers to no request: {:?}", c.early);
+    let (r, _) = s.client().call(
+        RemotingCommand::request(codes::GET_BROKER_CLUSTER_INFO, 0),
+        &[],
+    );
+    assert_eq!(r.code, codes::SUCCESS);
 }

@@ -1,7 +1,8 @@
 //! One client connection: a read loop that decodes frames (bounded by the codec's maximum
-//! frame) and dispatches each command under the server's lock, and a writer task that drains
-//! the connection's outbox. Responses to parked pulls and requests the server starts
-//! (`NOTIFY_CONSUMER_IDS_CHANGED`) go through the same outbox. A frame that cannot be decoded
+//! frame), dispatches each command under the server's lock and writes its answer, and a writer
+//! task that drains the connection's outbox: responses to parked pulls and requests the server
+//! starts (`NOTIFY_CONSUMER_IDS_CHANGED`). Both write through one lock on the socket's write
+//! half, frame by frame. A frame that cannot be decoded
 //! closes the connection, as the Java server does; so does a connection silent for the idle
 //! time.
 
@@ -40,23 +41,27 @@ pub struct ConnCtx {
 /// Serve one connection until the peer closes it, it idles out, or it sends a bad frame.
 pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, id: u64) {
     let _ = stream.set_nodelay(true);
-    let (mut rd, mut wr) = stream.into_split();
+    let (mut rd, wr) = stream.into_split();
+    let wr = Arc::new(tokio::sync::Mutex::new(wr));
     let (tx, mut rx) = outbox();
-    let writer = tokio::spawn(async move {
-        while let Some(frame) = rx.recv().await {
-            if wr.write_all(&frame).await.is_err() {
-                break;
+    let writer = {
+        let wr = wr.clone();
+        tokio::spawn(async move {
+            while let Some(frame) = rx.recv().await {
+                if wr.lock().await.write_all(&frame).await.is_err() {
+                    break;
+                }
             }
-        }
-        let _ = wr.shutdown().await;
-    });
+            let _ = wr.lock().await.shutdown().await;
+        })
+    };
     let ctx = ConnCtx {
         id,
         peer,
         outbox: tx,
     };
     tracing::debug!(conn = id, %peer, "connected");
-    let why = read_loop(&mut rd, &shared, &ctx).await;
+    let why = read_loop(&mut rd, &wr, &shared, &ctx).await;
     tracing::debug!(conn = id, %peer, "closed: {why}");
     shared.connection_closed(id);
     drop(ctx);
@@ -65,6 +70,7 @@ pub async fn serve(stream: TcpStream, peer: SocketAddr, shared: Arc<Shared>, id:
 
 async fn read_loop(
     rd: &mut tokio::net::tcp::OwnedReadHalf,
+    wr: &tokio::sync::Mutex<tokio::net::tcp::OwnedWriteHalf>,
     shared: &Shared,
     ctx: &ConnCtx,
 ) -> String {
@@ -90,9 +96,10 @@ async fn read_loop(
             };
             let reply = shared.dispatch(ctx, &frame.command, frame.body);
             start += used;
+            // the answer is written here, in turn with the outbox's frames
             if let Some(bytes) = reply {
-                if ctx.outbox.send(bytes).await.is_err() {
-                    return "writer gone".into();
+                if let Err(e) = wr.lock().await.write_all(&bytes).await {
+                    return format!("write error: {e}");
                 }
             }
         }

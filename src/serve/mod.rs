@@ -172,6 +172,8 @@ pub enum Outcome {
     /// Answer with this command (its opaque, flag and serialize type set by the dispatcher) and
     /// body.
     Reply(RemotingCommand, Vec<u8>),
+    /// A whole response frame the handler encoded itself (a pull's records go straight in).
+    Encoded(Vec<u8>),
     /// The pull is parked; the ticker answers it.
     Parked,
 }
@@ -229,6 +231,7 @@ impl Shared {
         });
         let (mut cmd, body) = match handled {
             Ok(Outcome::Parked) => return None,
+            Ok(Outcome::Encoded(frame)) => return (!req.is_oneway()).then_some(frame),
             Ok(Outcome::Reply(cmd, body)) => (cmd, body),
             Err(r) => (
                 RemotingCommand::response_to(req, r.code, Some(r.remark)),

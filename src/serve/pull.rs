@@ -7,15 +7,18 @@
 use std::time::{Duration, Instant};
 
 use super::conn::{ConnCtx, Outbox};
-use super::{frame, Handled, Outcome, Refusal, State};
-use crate::engine::broker::pull::{MessageFilter, PullRequest, PullResult, PullStatus};
+use super::{Handled, Outcome, Refusal, State};
+use crate::engine::broker::pull::{
+    MessageFilter, PullRequest, PullResult, PullStatus, PulledMessage,
+};
 use crate::engine::filter::sql::{SqlDialect, SqlFilter};
 use crate::engine::filter::TagFilter;
+use crate::engine::store::dispatch::RETRY_PREFIX;
 use crate::engine::store::version::BrokerVersion;
 use crate::format::config::files::PERM_READ;
 use crate::remoting::codes;
 use crate::remoting::header::{PullMessageRequestHeader, PullMessageResponseHeader};
-use crate::remoting::RemotingCommand;
+use crate::remoting::{FrameCodec, RemotingCommand};
 
 /// The longest a pull is held, whatever `suspendTimeoutMillis` asks (clients time out at 30 s).
 const MAX_HOLD: Duration = Duration::from_secs(25);
@@ -133,14 +136,33 @@ fn check(
 }
 
 /// A topic's read queue count and perm: its config, else (a topic with consume queues but no
-/// `topics.json` entry) its queues, readable and writable.
+/// `topics.json` entry) its queues, readable and writable; the `%RETRY%` topic of a group the
+/// store knows (configured or with offsets) exists with the group's `retryQueueNums`, as a
+/// broker creates it for the group's first consumer (`mqadmin consumerProgress` asks its
+/// route).
 pub fn topic_queues(st: &State, topic: &str) -> Option<(i32, i32)> {
     if let Some(tc) = st.engine.topic_configs().get(topic) {
         return Some((tc.read_queue_nums, tc.perm));
     }
     let ids = st.engine.queue_ids(topic);
-    let n = ids.iter().max().map(|m| m + 1)?;
-    Some((n, 6))
+    if let Some(n) = ids.iter().max().map(|m| m + 1) {
+        return Some((n, 6));
+    }
+    let group = topic.strip_prefix(RETRY_PREFIX)?;
+    let known = st.engine.subscription_groups().get(group).is_some()
+        || st
+            .engine
+            .consumer_offsets()
+            .iter()
+            .any(|(_, g, _)| g == group);
+    known.then(|| {
+        let n = st
+            .engine
+            .subscription_groups()
+            .get(group)
+            .map_or(1, |c| c.retry_queue_nums.max(1));
+        (n, 6)
+    })
 }
 
 pub fn pull(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand) -> Handled {
@@ -163,8 +185,9 @@ pub fn pull(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand) -> Handled {
         });
         return Ok(Outcome::Parked);
     }
-    let (cmd, body) = answer(req, &r, status);
-    Ok(Outcome::Reply(cmd, body))
+    answer(req, &r, status)
+        .map(Outcome::Encoded)
+        .ok_or_else(|| Refusal::new(codes::SYSTEM_ERROR, "the pull response cannot be encoded"))
 }
 
 fn request<'a>(
@@ -180,8 +203,9 @@ fn request<'a>(
     }
 }
 
-/// The response to a pull: code by status, the four offsets, the records as stored.
-fn answer(req: &RemotingCommand, r: &PullResult, status: PullStatus) -> (RemotingCommand, Vec<u8>) {
+/// The response frame to a pull: code by status, the four offsets, the records as stored,
+/// copied once, straight after the header.
+fn answer(req: &RemotingCommand, r: &PullResult, status: PullStatus) -> Option<Vec<u8>> {
     let code = match status {
         PullStatus::Found => codes::SUCCESS,
         PullStatus::NoNewMsg => codes::PULL_NOT_FOUND,
@@ -195,14 +219,23 @@ fn answer(req: &RemotingCommand, r: &PullResult, status: PullStatus) -> (Remotin
         min_offset: r.min_offset,
         max_offset: r.max_offset,
     });
-    let mut body = Vec::new();
-    if code == codes::SUCCESS {
-        body.reserve_exact(r.messages.iter().map(|m| m.raw.len()).sum());
-        for m in &r.messages {
-            body.extend_from_slice(&m.raw);
-        }
+    let records: &[PulledMessage] = if code == codes::SUCCESS {
+        &r.messages
+    } else {
+        &[]
+    };
+    let body_len = records.iter().map(|m| m.raw.len()).sum();
+    let header = cmd.encode_header().ok()?;
+    let prefix = FrameCodec::default()
+        .prefix(cmd.serialize_type, header.len(), body_len)
+        .ok()?;
+    let mut out = Vec::with_capacity(prefix.len() + header.len() + body_len);
+    out.extend_from_slice(&prefix);
+    out.extend_from_slice(&header);
+    for m in records {
+        out.extend_from_slice(&m.raw);
     }
-    (cmd, body)
+    Some(out)
 }
 
 /// Answer the parked pulls whose queue grew past their offset or whose hold time ended.
@@ -220,8 +253,7 @@ pub fn wake_parked(st: &mut State, now: Instant) {
         }
         let r = st.engine.pull(&request(&p.header, p.filter.as_ref()));
         let status = r.pull_status(p.header.queue_offset, role);
-        let (cmd, body) = answer(&p.req, &r, status);
-        if let Some(bytes) = frame(&cmd, &body) {
+        if let Some(bytes) = answer(&p.req, &r, status) {
             let _ = p.outbox.try_send(bytes);
         }
     }

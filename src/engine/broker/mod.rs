@@ -417,6 +417,8 @@ pub struct Engine {
     pub(crate) timer: crate::engine::broker::timer::TimerProgress,
     /// A broadcasting client's offsets, used for its group in place of `offsets`.
     client: Option<ClientOffsets>,
+    /// The source's consume queue files mapped so far: a pull maps its file once, not per call.
+    cq_maps: std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<Mapped>>>,
 }
 
 /// `value` rounded up to a multiple of `size`.
@@ -502,6 +504,7 @@ impl Engine {
             replay: ReplaySummary::default(),
             timer: crate::engine::broker::timer::TimerProgress::load(&source.root, overlay)?,
             client: None,
+            cq_maps: Default::default(),
             source,
         };
         engine.load_source_queues()?;
@@ -921,6 +924,17 @@ impl Engine {
 
     // -----------------------------------------------------------------------------------------
     // Pull and offsets
+
+    /// A source consume queue file's map, kept for later reads (the files are not written).
+    fn cq_map(&self, path: &Path) -> Option<Arc<Mapped>> {
+        let mut maps = self.cq_maps.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = maps.get(path) {
+            return Some(m.clone());
+        }
+        let m = Arc::new(Mapped::open(path).ok()?);
+        maps.insert(path.to_path_buf(), m.clone());
+        Some(m)
+    }
 
     /// `getMessage` with the engine's options: the store's answer, nothing written.
     pub fn pull(&self, req: &PullRequest<'_>) -> PullResult {
@@ -1368,7 +1382,7 @@ impl PullSource for Engine {
                 .files
                 .iter()
                 .find(|f| f.start <= pos && pos < f.start.saturating_add(f.len))?;
-            let map = Mapped::open(&f.path).ok()?;
+            let map = self.cq_map(&f.path)?;
             let file_stop = f.start.saturating_add(f.len) / UNIT_SIZE as u64;
             let stop = view.source_end.min(file_end).min(file_stop);
             while next < stop && out.len() < limit {
