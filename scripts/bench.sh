@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks over a generated multi-GB store, each next to `cat commitlog/*` in the same run:
-# gen, info, a CRC-checked parallel read, verify, dump --json, rebuild, 1,000 key lookups, the
-# browser's time to first screen, and repair at scale (a flipped body bit in the middle of a
+# gen, info, a CRC-checked parallel read, verify, dump --json, rebuild, 1,000 key lookups, serve
+# under load (1, 4, 16 consumers), the browser's time to first screen, and repair at scale (a flipped body bit in the middle of a
 # 1 GiB commitlog file: verify, the dry run, repair --out, verify of the result, a cp of the same
 # commitlog for scale, peak anonymous memory). Figures go to
 # README.md by hand.
@@ -49,6 +49,9 @@ t $bin rebuild "$dir" --out "$dir.rebuilt" >/dev/null
 rm -rf "$dir.rebuilt"
 echo "== 1,000 key lookups"
 target/release/examples/query_bench "$dir" 2>&1 | tail -3
+echo "== serve: every user queue drained over loopback by 1, 4 and 16 consumers (maxMsgNums 32)"
+cat "$dir"/commitlog/* > /dev/null
+target/release/examples/serve_load "$dir" 1 4 16
 echo "== info"
 t $bin info "$dir" >/dev/null
 echo "== tui: time to first screen"
