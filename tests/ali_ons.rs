@@ -9,12 +9,12 @@
 
 mod common;
 
+use common::Server;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use rmqstore::engine::broker::clock::SystemClock;
 use rmqstore::engine::broker::{Engine, EngineOptions};
@@ -52,56 +52,11 @@ fn ali_ons_ready() -> bool {
     false
 }
 
-struct Server {
-    child: Child,
-    addr: String,
-}
-
-impl Server {
-    fn start(store: &Path, overlay: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
-            .arg("serve")
-            .arg(store)
-            .args(["--listen", "127.0.0.1:0", "--overlay"])
-            .arg(overlay)
-            // retry levels (10 s, 30 s, ...) and the store's pending delays pass in milliseconds
-            .args(["--time-scale", "10000"])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap()
-            .to_string();
-        Server { child, addr }
-    }
-
-    fn stop(mut self) {
-        Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while self.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "serve did not stop");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        assert!(self.child.wait().unwrap().success());
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `serve` with an overlay and a fast clock: retry levels (10 s, 30 s, ...) and the store's
+/// pending delays pass in milliseconds.
+fn start(store: &Path, overlay: &Path) -> Server {
+    let overlay = overlay.to_str().unwrap();
+    Server::start(store, &["--overlay", overlay, "--time-scale", "10000"])
 }
 
 /// Run `consume.js` against `addr`; its deliveries.
@@ -176,9 +131,9 @@ fn ali_ons_drains_a_topic_with_retries_dlq_and_offsets_kept_across_a_restart() {
         .unwrap();
     assert!(gen.status.success());
 
-    let s = Server::start(&store, &overlay);
+    let s = start(&store, &overlay);
     let got = consume(&s.addr, 10, 30_000);
-    s.stop();
+    assert!(s.stop().success());
 
     // what the topic holds now (the store's pending delays were delivered into it)
     let src = Store::open(&store, &GeometryInputs::default()).unwrap();
@@ -277,9 +232,9 @@ fn ali_ons_drains_a_topic_with_retries_dlq_and_offsets_kept_across_a_restart() {
     drop(e);
 
     // a restart continues from the overlay: nothing is delivered again
-    let s = Server::start(&store, &overlay);
+    let s = start(&store, &overlay);
     let again = consume(&s.addr, 0, 6_000);
-    s.stop();
+    assert!(s.stop().success());
     assert!(
         again.is_empty(),
         "{} delivered again after a restart",

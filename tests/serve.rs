@@ -6,10 +6,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use common::Server;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,63 +34,19 @@ use rmqstore::remoting::{decode, FrameCodec, RemotingCommand};
 
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/store-4.9");
 
-/// A running `serve` process.
-struct Server {
-    child: Child,
-    addr: String,
+/// `serve STORE --listen 127.0.0.1:0 --now <last store time> EXTRA...`: the clock at the
+/// store's last write, so its pending delayed messages stay pending and the queues stay as the
+/// engine (and the Java store) read them.
+fn start(store: &Path, extra: &[&str]) -> Server {
+    let now = store_end(store).to_string();
+    let mut args = vec!["--now", now.as_str()];
+    args.extend_from_slice(extra);
+    Server::start(store, &args)
 }
 
 impl Server {
-    /// `serve STORE --listen 127.0.0.1:0 --now <last store time> EXTRA...`.
-    fn start(store: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
-            .arg("serve")
-            .arg(store)
-            .args(["--listen", "127.0.0.1:0"])
-            // the clock at the store's last write: its pending delayed messages stay pending,
-            // so the queues stay as the engine (and the Java store) read them
-            .args(["--now", &store_end(store).to_string()])
-            .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("serve printed {line:?}"))
-            .to_string();
-        Server { child, addr }
-    }
-
     fn client(&self) -> Client {
         Client::connect(&self.addr)
-    }
-
-    /// SIGTERM, and the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -188,6 +146,16 @@ impl Client {
     }
 }
 
+fn route(c: &mut Client, topic: &str) -> (RemotingCommand, Vec<u8>) {
+    c.call_header(
+        codes::GET_ROUTEINFO_BY_TOPIC,
+        &GetRouteInfoRequestHeader {
+            topic: topic.into(),
+            accept_standard_json_only: None,
+        },
+    )
+}
+
 fn consumer(group: &str, topics: &[(&str, &str)], model: &str) -> ConsumerData {
     ConsumerData {
         group_name: group.into(),
@@ -278,53 +246,23 @@ fn overlay() -> (tempfile::TempDir, PathBuf) {
 #[test]
 fn routes_point_at_the_server_and_unknown_topics_are_refused() {
     let (_t, ov) = overlay();
-    let s = Server::start(Path::new(FIXTURE), &["--overlay", ov.to_str().unwrap()]);
+    let s = start(Path::new(FIXTURE), &["--overlay", ov.to_str().unwrap()]);
     let mut c = s.client();
-    let (r, body) = c.call_header(
-        codes::GET_ROUTEINFO_BY_TOPIC,
-        &GetRouteInfoRequestHeader {
-            topic: "OrderTopic".into(),
-            accept_standard_json_only: None,
-        },
-    );
+    let (r, body) = route(&mut c, "OrderTopic");
     assert_eq!(r.code, codes::SUCCESS);
-    let route = TopicRouteData::from_json(&body).unwrap();
-    assert_eq!(route.broker_datas[0].broker_addrs[&0], s.addr);
-    assert_eq!(route.queue_datas[0].read_queue_nums, 4);
+    let data = TopicRouteData::from_json(&body).unwrap();
+    assert_eq!(data.broker_datas[0].broker_addrs[&0], s.addr);
+    assert_eq!(data.queue_datas[0].read_queue_nums, 4);
     assert!(String::from_utf8_lossy(&body).contains("\"brokerAddrs\":{\"0\":"));
-    let (r, _) = c.call_header(
-        codes::GET_ROUTEINFO_BY_TOPIC,
-        &GetRouteInfoRequestHeader {
-            topic: "NoSuchTopic".into(),
-            accept_standard_json_only: None,
-        },
-    );
+    let (r, _) = route(&mut c, "NoSuchTopic");
     assert_eq!(r.code, codes::TOPIC_NOT_EXIST);
     // the retry topic of a group is routable
-    let (r, _) = c.call_header(
-        codes::GET_ROUTEINFO_BY_TOPIC,
-        &GetRouteInfoRequestHeader {
-            topic: "%RETRY%OrderGroup".into(),
-            accept_standard_json_only: None,
-        },
-    );
+    let (r, _) = route(&mut c, "%RETRY%OrderGroup");
     assert_eq!(r.code, codes::SUCCESS);
     // so is the retry topic of a group that only has offsets
-    let (r, _) = c.call_header(
-        codes::GET_ROUTEINFO_BY_TOPIC,
-        &GetRouteInfoRequestHeader {
-            topic: "%RETRY%AuditGroup".into(),
-            accept_standard_json_only: None,
-        },
-    );
+    let (r, _) = route(&mut c, "%RETRY%AuditGroup");
     assert_eq!(r.code, codes::SUCCESS);
-    let (r, _) = c.call_header(
-        codes::GET_ROUTEINFO_BY_TOPIC,
-        &GetRouteInfoRequestHeader {
-            topic: "%RETRY%NoSuchGroup".into(),
-            accept_standard_json_only: None,
-        },
-    );
+    let (r, _) = route(&mut c, "%RETRY%NoSuchGroup");
     assert_eq!(r.code, codes::TOPIC_NOT_EXIST);
     let (r, body) = c.call(
         RemotingCommand::request(codes::GET_BROKER_CLUSTER_INFO, 0),
@@ -348,7 +286,7 @@ fn routes_point_at_the_server_and_unknown_topics_are_refused() {
 #[test]
 fn pulls_answer_as_the_engine_with_statuses_and_filters() {
     let (_t, ov) = overlay();
-    let s = Server::start(Path::new(FIXTURE), &["--overlay", ov.to_str().unwrap()]);
+    let s = start(Path::new(FIXTURE), &["--overlay", ov.to_str().unwrap()]);
     let e = engine(Path::new(FIXTURE), GeometryInputs::default());
     let mut c = s.client();
     let mut checked = 0;
@@ -465,7 +403,7 @@ fn pulls_answer_as_the_engine_with_statuses_and_filters() {
 fn offsets_are_queried_committed_and_kept_across_a_restart() {
     let (_t, ov) = overlay();
     let args = ["--overlay", ov.to_str().unwrap()];
-    let s = Server::start(Path::new(FIXTURE), &args);
+    let s = start(Path::new(FIXTURE), &args);
     let mut c = s.client();
     let q = |c: &mut Client, g: &str, t: &str, q: i32| {
         c.call_header(
@@ -542,7 +480,7 @@ fn offsets_are_queried_committed_and_kept_across_a_restart() {
     assert!(s.stop().success());
     assert!(ov.join("config/consumerOffset.json").is_file());
 
-    let s = Server::start(Path::new(FIXTURE), &args);
+    let s = start(Path::new(FIXTURE), &args);
     let mut c = s.client();
     let (r, _) = q(&mut c, "NewGroup", "OrderTopic", 0);
     assert_eq!(ext_i64(&r, "offset"), 42);
@@ -555,7 +493,7 @@ fn offsets_are_queried_committed_and_kept_across_a_restart() {
 fn a_suspended_pull_wakes_when_its_retry_falls_due_and_exhausted_messages_reach_the_dlq() {
     let (_t, ov) = overlay();
     // 1000x: level 1 (1 s) falls due after 1 ms of real time
-    let s = Server::start(
+    let s = start(
         Path::new(FIXTURE),
         &["--overlay", ov.to_str().unwrap(), "--time-scale", "1000"],
     );
@@ -661,7 +599,7 @@ fn a_suspended_pull_wakes_when_its_retry_falls_due_and_exhausted_messages_reach_
 
 #[test]
 fn consumers_of_a_group_are_listed_notified_and_locked_one_at_a_time() {
-    let s = Server::start(Path::new(FIXTURE), &[]);
+    let s = start(Path::new(FIXTURE), &[]);
     let mut a = s.client();
     let mut b = s.client();
     let data = consumer("RebalanceG", &[("OrderTopic", "*")], "CLUSTERING");
@@ -750,7 +688,7 @@ fn consumers_of_a_group_are_listed_notified_and_locked_one_at_a_time() {
 #[test]
 fn admin_requests_answer_what_mqadmin_reads() {
     let (_t, ov) = overlay();
-    let s = Server::start(Path::new(FIXTURE), &["--overlay", ov.to_str().unwrap()]);
+    let s = start(Path::new(FIXTURE), &["--overlay", ov.to_str().unwrap()]);
     let e = engine(Path::new(FIXTURE), GeometryInputs::default());
     let mut c = s.client();
     // consume stats: the store's committed offsets and the queues' max
@@ -919,7 +857,7 @@ fn admin_requests_answer_what_mqadmin_reads() {
 
 #[test]
 fn sends_unknown_codes_and_bad_frames_are_refused_without_harm() {
-    let s = Server::start(Path::new(FIXTURE), &[]);
+    let s = start(Path::new(FIXTURE), &[]);
     let mut c = s.client();
     let mut send = RemotingCommand::request(codes::SEND_MESSAGE_V2, 0);
     send.ext_fields.insert("b", "OrderTopic");
@@ -980,7 +918,7 @@ fn acl_requires_signed_requests_and_non_loopback_requires_acl() {
         "accounts:\n  - accessKey: RocketMQ\n    secretKey: 12345678\n    defaultTopicPerm: SUB\n    defaultGroupPerm: SUB\n    topicPerms:\n      - AuditTopic=DENY\n",
     )
     .unwrap();
-    let s = Server::start(Path::new(FIXTURE), &["--acl", acl.to_str().unwrap()]);
+    let s = start(Path::new(FIXTURE), &["--acl", acl.to_str().unwrap()]);
     let mut c = s.client();
     let signed = |h: &PullMessageRequestHeader, secret: &str| {
         let mut cmd = RemotingCommand::request(codes::PULL_MESSAGE, 0);
@@ -1018,7 +956,7 @@ fn oracle_queries_and_pulls_answer_as_the_java_store() {
         return;
     };
     let store = dir.join("store");
-    let s = Server::start(
+    let s = start(
         &store,
         &["--index-slots", "1000", "--index-entries", "4000"],
     );
@@ -1145,7 +1083,7 @@ fn oracle_queries_and_pulls_answer_as_the_java_store() {
 /// server answers normally afterwards.
 #[test]
 fn random_requests_each_get_one_answer() {
-    let s = Server::start(Path::new(FIXTURE), &[]);
+    let s = start(Path::new(FIXTURE), &[]);
     let mut c = s.client();
     let mut seed = 0x9E37_79B9_7F4A_7C15u64;
     let mut next = move |n: u64| {

@@ -34,17 +34,16 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::client_dir::ClientDirArgs;
-use super::engine_args::BrokerArg;
+use super::engine_args::{engine_options, BrokerArg, ClockArgs};
 use super::names;
-use super::output::{parse_time_arg, BodyMode, MessageJson};
+use super::output::{BodyMode, MessageJson};
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::broker::clock::{Clock, SystemClock};
-use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
+use crate::engine::broker::clock::Clock;
+use crate::engine::broker::Engine;
 use crate::engine::consume::export::group_topics;
 use crate::engine::consume::replay::{
     Completion, Outcome, ReplayMessage, ReplayOptions, Replayer, ScaledClock,
 };
-use crate::engine::store::version::BrokerVersion;
 use crate::engine::Store;
 use crate::format::commitlog::MessageRef;
 
@@ -99,12 +98,8 @@ pub struct ReplayArgs {
     /// Kill a command that runs longer than this (a failure).
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// The engine's clock starts at TIME (epoch ms or ISO 8601; default: now).
-    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
-    pub now: Option<i64>,
-    /// Run the engine's clock this many times faster than real time (delays pass sooner).
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub time_scale: f64,
+    #[command(flatten)]
+    pub clock: ClockArgs,
     /// Broker rules (default: guessed from the store).
     #[arg(long, value_enum)]
     pub broker: Option<BrokerArg>,
@@ -272,19 +267,12 @@ fn describe(c: &Completion) -> String {
 
 fn open(a: &ReplayArgs, clock: Arc<dyn Clock>) -> anyhow::Result<Engine> {
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
-    let mut opts = EngineOptions::for_store(&store);
-    if a.full_replay {
-        opts.replay = ReplayMode::Full;
-    }
-    if let Some(b) = a.broker {
-        opts.version = match b {
-            BrokerArg::V4_9 => BrokerVersion::V4_9,
-            BrokerArg::V5 => BrokerVersion::V5,
-        };
-    }
-    if let Some(b) = &a.client.broker_name {
-        opts.broker_name = b.clone();
-    }
+    let opts = engine_options(
+        &store,
+        a.broker,
+        a.full_replay,
+        a.client.broker_name.as_deref(),
+    );
     let mut engine = Engine::open(store, a.overlay.as_deref(), clock, opts)?;
     super::engine_args::use_client_dir(&mut engine, &a.client)?;
     Ok(engine)
@@ -301,14 +289,10 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.concurrency == 0 {
         anyhow::bail!("--concurrency must be at least 1");
     }
-    if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
-        anyhow::bail!("--time-scale must be a positive number");
-    }
     let group = a.client.group(a.group.as_deref())?.unwrap_or_default();
     let client_dir = a.client.client_dir.is_some();
     let stop = stop_flag()?;
-    let origin = a.now.unwrap_or_else(|| SystemClock.now_ms());
-    let clock = Arc::new(ScaledClock::new(origin, a.time_scale));
+    let clock = a.clock.clock()?;
     let engine = open(a, clock.clone())?;
     if a.topic.is_empty() && !client_dir {
         names::ensure_group(

@@ -12,12 +12,10 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::engine_args::BrokerArg;
-use super::output::parse_time_arg;
+use super::engine_args::{engine_options, BrokerArg, ClockArgs};
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::broker::clock::{Clock, ScaledClock, SystemClock};
-use crate::engine::broker::{Engine, EngineOptions, ReplayMode};
-use crate::engine::store::version::BrokerVersion;
+use crate::engine::broker::clock::Clock;
+use crate::engine::broker::Engine;
 use crate::engine::Store;
 use crate::serve::acl::PlainAcl;
 use crate::serve::{ServeOptions, DEFAULT_CLUSTER};
@@ -52,13 +50,8 @@ pub struct ServeArgs {
     /// Close a connection that sends nothing for this long.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub idle_secs: u64,
-    /// The engine's clock starts at TIME (epoch ms or ISO 8601; default: now).
-    #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
-    pub now: Option<i64>,
-    /// Run the engine's clock this many times faster than real time (retry and delay levels
-    /// fall due sooner).
-    #[arg(long, value_name = "F", default_value_t = 1.0)]
-    pub time_scale: f64,
+    #[command(flatten)]
+    pub clock: ClockArgs,
     /// Broker rules (default: guessed from the store).
     #[arg(long, value_enum)]
     pub broker: Option<BrokerArg>,
@@ -70,28 +63,9 @@ pub struct ServeArgs {
 }
 
 fn open(a: &ServeArgs) -> anyhow::Result<Engine> {
-    if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
-        anyhow::bail!(
-            "--time-scale must be a positive number, not {}",
-            a.time_scale
-        );
-    }
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
-    let mut opts = EngineOptions::for_store(&store);
-    if a.full_replay {
-        opts.replay = ReplayMode::Full;
-    }
-    if let Some(b) = a.broker {
-        opts.version = match b {
-            BrokerArg::V4_9 => BrokerVersion::V4_9,
-            BrokerArg::V5 => BrokerVersion::V5,
-        };
-    }
-    if let Some(b) = &a.broker_name {
-        opts.broker_name = b.clone();
-    }
-    let origin = a.now.unwrap_or_else(|| SystemClock.now_ms());
-    let clock: Arc<dyn Clock> = Arc::new(ScaledClock::new(origin, a.time_scale));
+    let opts = engine_options(&store, a.broker, a.full_replay, a.broker_name.as_deref());
+    let clock: Arc<dyn Clock> = a.clock.clock()?;
     Ok(Engine::open(store, a.overlay.as_deref(), clock, opts)?)
 }
 

@@ -395,3 +395,64 @@ pub fn gen_traced_store(dir: &Path) {
         .assert()
         .success();
 }
+
+/// A running `rmqstore serve` on a free loopback port, killed when dropped.
+pub struct Server {
+    pub child: std::process::Child,
+    /// The address it printed.
+    pub addr: String,
+}
+
+impl Server {
+    /// `serve STORE --listen 127.0.0.1:0 ARGS...`, once it prints its address.
+    pub fn start(store: &Path, args: &[&str]) -> Server {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
+            .arg("serve")
+            .arg(store)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("serve printed {line:?}"))
+            .to_string();
+        Server { child, addr }
+    }
+
+    /// SIGTERM, and the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve did not stop on SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
