@@ -1,5 +1,7 @@
 //! Load on `serve`: N consumers drain every queue of a store over loopback through the wire
 //! protocol (PULL_MESSAGE, maxMsgNums 32, no suspend), while the server runs in this process.
+//! Each consumer is one connection owning its share of the queues, with one pull in flight
+//! per queue, as a push consumer runs them.
 //! Prints the aggregate rate in bytes of records and in messages, pull latency percentiles
 //! (non-suspended pulls), and, for scale, the time `cat` takes over the same commitlog files.
 //!
@@ -30,7 +32,8 @@ struct Conn {
 }
 
 impl Conn {
-    fn pull(&mut self, topic: &str, q: i32, offset: i64) -> (i32, i64, usize) {
+    /// Send a pull of `topic:q` from `offset`; its opaque.
+    fn send(&mut self, topic: &str, q: i32, offset: i64) -> i32 {
         self.opaque += 1;
         let mut cmd = RemotingCommand::request(codes::PULL_MESSAGE, self.opaque);
         cmd.write_header(&PullMessageRequestHeader {
@@ -50,6 +53,11 @@ impl Conn {
         let mut out = Vec::new();
         cmd.encode(&[], &mut out).unwrap();
         self.s.write_all(&out).unwrap();
+        self.opaque
+    }
+
+    /// The next response: opaque, code, nextBeginOffset, body length.
+    fn recv(&mut self) -> (i32, i32, i64, usize) {
         loop {
             if let Some((p, used)) = decode(&self.codec, &self.buf).unwrap() {
                 let next = p
@@ -57,8 +65,8 @@ impl Conn {
                     .ext_fields
                     .get("nextBeginOffset")
                     .and_then(|v| v.parse().ok())
-                    .unwrap_or(offset);
-                let r = (p.command.code, next, p.body.len());
+                    .unwrap_or(-1);
+                let r = (p.command.opaque, p.command.code, next, p.body.len());
                 self.buf.drain(..used);
                 return r;
             }
@@ -133,19 +141,28 @@ fn main() {
                     opaque: 0,
                 };
                 conn.s.set_nodelay(true).unwrap();
+                // as a push consumer does: one pull in flight per queue it owns
                 let (mut bytes, mut lat) = (0usize, Vec::new());
-                for (t, q, min, max) in mine {
-                    let mut o = min;
-                    while o < max {
-                        let at = Instant::now();
-                        let (code, next, len) = conn.pull(&t, q, o);
-                        lat.push(at.elapsed());
-                        assert!(
-                            code == codes::SUCCESS || code == codes::PULL_RETRY_IMMEDIATELY,
-                            "{t}:{q}@{o}: {code}"
-                        );
-                        bytes += len;
-                        o = next;
+                let mut in_flight = std::collections::HashMap::new();
+                for (i, (t, q, min, max)) in mine.iter().enumerate() {
+                    if min < max {
+                        let o = conn.send(t, *q, *min);
+                        in_flight.insert(o, (i, Instant::now()));
+                    }
+                }
+                while !in_flight.is_empty() {
+                    let (opaque, code, next, len) = conn.recv();
+                    let (i, at) = in_flight.remove(&opaque).expect("an answer to a pull sent");
+                    lat.push(at.elapsed());
+                    let (t, q, _, max) = &mine[i];
+                    assert!(
+                        code == codes::SUCCESS || code == codes::PULL_RETRY_IMMEDIATELY,
+                        "{t}:{q}: {code}"
+                    );
+                    bytes += len;
+                    if next < *max {
+                        let o = conn.send(t, *q, next);
+                        in_flight.insert(o, (i, Instant::now()));
                     }
                 }
                 (bytes, lat)

@@ -4,13 +4,13 @@
 //! finds nothing and carries the suspend flag is parked until its queue grows or its hold
 //! time ends, then read again without committing.
 
+use std::borrow::Cow;
 use std::time::{Duration, Instant};
 
 use super::conn::{ConnCtx, Outbox};
 use super::{Handled, Outcome, Refusal, State};
-use crate::engine::broker::pull::{
-    MessageFilter, PullRequest, PullResult, PullStatus, PulledMessage,
-};
+use crate::engine::broker::pull::{MessageFilter, PullRequest, PullResult, PullSource, PullStatus};
+use crate::engine::broker::Engine;
 use crate::engine::filter::sql::{SqlDialect, SqlFilter};
 use crate::engine::filter::TagFilter;
 use crate::engine::store::dispatch::RETRY_PREFIX;
@@ -169,9 +169,12 @@ pub fn pull(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand) -> Handled {
     let h: PullMessageRequestHeader = req.read_header()?;
     let filter = check(st, &h, &ctx.peer.to_string())?;
     let commit = h.has_commit_offset().then_some(h.commit_offset);
-    let r = st
-        .engine
-        .process_pull(&h.consumer_group, &request(&h, filter.as_ref()), commit)?;
+    let r = st.engine.process_pull_with(
+        &h.consumer_group,
+        &request(&h, filter.as_ref()),
+        commit,
+        false,
+    )?;
     let status = r.pull_status(h.queue_offset, st.engine.options().role);
     if status == PullStatus::NoNewMsg && h.has_suspend() {
         let hold = Duration::from_millis(h.suspend_timeout_millis.max(0) as u64).min(MAX_HOLD);
@@ -185,7 +188,7 @@ pub fn pull(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand) -> Handled {
         });
         return Ok(Outcome::Parked);
     }
-    answer(req, &r, status)
+    answer(&st.engine, req, &r, status)
         .map(Outcome::Encoded)
         .ok_or_else(|| Refusal::new(codes::SYSTEM_ERROR, "the pull response cannot be encoded"))
 }
@@ -204,8 +207,13 @@ fn request<'a>(
 }
 
 /// The response frame to a pull: code by status, the four offsets, the records as stored,
-/// copied once, straight after the header.
-fn answer(req: &RemotingCommand, r: &PullResult, status: PullStatus) -> Option<Vec<u8>> {
+/// copied once, from the engine's maps straight after the header (`r` holds their places).
+fn answer(
+    engine: &Engine,
+    req: &RemotingCommand,
+    r: &PullResult,
+    status: PullStatus,
+) -> Option<Vec<u8>> {
     let code = match status {
         PullStatus::Found => codes::SUCCESS,
         PullStatus::NoNewMsg => codes::PULL_NOT_FOUND,
@@ -219,12 +227,15 @@ fn answer(req: &RemotingCommand, r: &PullResult, status: PullStatus) -> Option<V
         min_offset: r.min_offset,
         max_offset: r.max_offset,
     });
-    let records: &[PulledMessage] = if code == codes::SUCCESS {
-        &r.messages
+    let records: Vec<Cow<'_, [u8]>> = if code == codes::SUCCESS {
+        r.messages
+            .iter()
+            .filter_map(|m| PullSource::read(engine, m.commitlog_offset, m.size))
+            .collect()
     } else {
-        &[]
+        Vec::new()
     };
-    let body_len = records.iter().map(|m| m.raw.len()).sum();
+    let body_len = records.iter().map(|m| m.len()).sum();
     let header = cmd.encode_header().ok()?;
     let prefix = FrameCodec::default()
         .prefix(cmd.serialize_type, header.len(), body_len)
@@ -232,8 +243,8 @@ fn answer(req: &RemotingCommand, r: &PullResult, status: PullStatus) -> Option<V
     let mut out = Vec::with_capacity(prefix.len() + header.len() + body_len);
     out.extend_from_slice(&prefix);
     out.extend_from_slice(&header);
-    for m in records {
-        out.extend_from_slice(&m.raw);
+    for m in &records {
+        out.extend_from_slice(m);
     }
     Some(out)
 }
@@ -251,9 +262,11 @@ pub fn wake_parked(st: &mut State, now: Instant) {
             st.parked.push(p);
             continue;
         }
-        let r = st.engine.pull(&request(&p.header, p.filter.as_ref()));
+        let r = st
+            .engine
+            .pull_in_place(&request(&p.header, p.filter.as_ref()));
         let status = r.pull_status(p.header.queue_offset, role);
-        if let Some(bytes) = answer(&p.req, &r, status) {
+        if let Some(bytes) = answer(&st.engine, &p.req, &r, status) {
             let _ = p.outbox.try_send(bytes);
         }
     }

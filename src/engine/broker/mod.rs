@@ -37,7 +37,8 @@ use crate::engine::broker::offsets::{
 };
 use crate::engine::broker::orderly::QueueLocks;
 use crate::engine::broker::pull::{
-    get_message, BrokerRole, PullOptions, PullRequest, PullResult, PullSource, PullStatus,
+    get_message, get_message_with, BrokerRole, PullOptions, PullRequest, PullResult, PullSource,
+    PullStatus,
 };
 use crate::engine::broker::rebalance::MessageQueue;
 use crate::engine::store::dispatch::{dispatch, RETRY_PREFIX};
@@ -941,6 +942,12 @@ impl Engine {
         get_message(self, req, &self.options.pull_options())
     }
 
+    /// [`Engine::pull`] with the records left where they are (each `raw` empty; read them
+    /// with [`PullSource::read`]).
+    pub fn pull_in_place(&self, req: &PullRequest<'_>) -> PullResult {
+        get_message_with(self, req, &self.options.pull_options(), false)
+    }
+
     /// A consumer's pull as `PullMessageProcessor` serves it (ENGINE.md 2.4, 2.6): the store's
     /// answer; then `commit_offset` (the client's offset carried by the request) is committed,
     /// except by a 4.9 slave; and a 4.9 master writes an `OFFSET_MOVED_EVENT` record for every
@@ -951,7 +958,19 @@ impl Engine {
         req: &PullRequest<'_>,
         commit_offset: Option<i64>,
     ) -> EngineResult<PullResult> {
-        let r = self.pull(req);
+        self.process_pull_with(group, req, commit_offset, true)
+    }
+
+    /// [`Engine::process_pull`]; without `copy_records` the records are left where they are
+    /// (each `raw` empty; read them with [`PullSource::read`]).
+    pub fn process_pull_with(
+        &mut self,
+        group: &str,
+        req: &PullRequest<'_>,
+        commit_offset: Option<i64>,
+        copy_records: bool,
+    ) -> EngineResult<PullResult> {
+        let r = get_message_with(self, req, &self.options.pull_options(), copy_records);
         let v49 = self.options.version == BrokerVersion::V4_9;
         let master = self.options.role == BrokerRole::Master;
         if let Some(c) = commit_offset {

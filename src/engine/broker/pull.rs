@@ -296,6 +296,18 @@ pub fn get_message<S: PullSource + ?Sized>(
     req: &PullRequest<'_>,
     opts: &PullOptions,
 ) -> PullResult {
+    get_message_with(src, req, opts, true)
+}
+
+/// [`get_message`]; without `copy_records` each [`PulledMessage::raw`] is left empty, for a
+/// caller that reads the records from `src` itself (a server writing them straight from the
+/// map into its response).
+pub fn get_message_with<S: PullSource + ?Sized>(
+    src: &S,
+    req: &PullRequest<'_>,
+    opts: &PullOptions,
+    copy_records: bool,
+) -> PullResult {
     let (min, max) = src.queue_bounds(req.topic, req.queue_id);
     let offset = req.offset;
     let corr = |new: i64| {
@@ -336,7 +348,7 @@ pub fn get_message<S: PullSource + ?Sized>(
                 result.status = GetMessageStatus::OffsetFoundNull;
                 result.next_begin_offset = corr(roll_next_file(offset));
             }
-            Some(units) => scan(src, req, opts, &units, limit, &mut result),
+            Some(units) => scan(src, req, opts, &units, limit, copy_records, &mut result),
         }
     }
     result
@@ -348,6 +360,7 @@ fn scan<S: PullSource + ?Sized>(
     opts: &PullOptions,
     units: &[CqUnit],
     limit: usize,
+    copy_records: bool,
     result: &mut PullResult,
 ) {
     let cl_max = src.commitlog_max();
@@ -425,7 +438,11 @@ fn scan<S: PullSource + ?Sized>(
             commitlog_offset: phy,
             size: u.size,
             tags_code: u.tags_code,
-            raw: raw.into_owned(),
+            raw: if copy_records {
+                raw.into_owned()
+            } else {
+                Vec::new()
+            },
         });
         status = GetMessageStatus::Found;
         skip_below = None;
@@ -488,6 +505,38 @@ mod tests {
                 min: 0,
                 log,
                 file_units: 1000,
+            }
+        }
+    }
+
+    /// The pull that leaves records in place names the same records, which read back to the
+    /// bytes the copying pull returns.
+    #[test]
+    fn in_place_pull_names_the_records_the_copying_pull_returns() {
+        let tags: Vec<Option<&str>> = (0..90)
+            .map(|i| [Some("TagA"), Some("TagB"), None][i % 3])
+            .collect();
+        let src = Mem::new(&tags);
+        let tag = MessageFilter::Tag(crate::engine::filter::TagFilter::parse("TagA").unwrap());
+        for filter in [None, Some(&tag)] {
+            for offset in [0, 5, 31, 89, 90, 95] {
+                let req = PullRequest {
+                    topic: "T",
+                    queue_id: 0,
+                    offset,
+                    max_msgs: 32,
+                    filter,
+                };
+                let copied = get_message(&src, &req, &PullOptions::default());
+                let placed = get_message_with(&src, &req, &PullOptions::default(), false);
+                assert_eq!(copied.status, placed.status);
+                assert_eq!(copied.next_begin_offset, placed.next_begin_offset);
+                assert_eq!(copied.messages.len(), placed.messages.len());
+                for (c, p) in copied.messages.iter().zip(&placed.messages) {
+                    assert!(p.raw.is_empty());
+                    let read = src.read(p.commitlog_offset, p.size).unwrap();
+                    assert_eq!(read.as_ref(), c.raw.as_slice());
+                }
             }
         }
     }
