@@ -281,6 +281,57 @@ fn routes_point_at_the_server_and_unknown_topics_are_refused() {
         "{topics:?}"
     );
     assert!(topics.contains(&"PaymentTopic".to_string()));
+    let (_, body) = c.call_header(
+        codes::GET_TOPICS_BY_CLUSTER,
+        &GetTopicsByClusterRequestHeader {
+            cluster: "DefaultCluster".into(),
+        },
+    );
+    assert_eq!(TopicList::from_json(&body).unwrap().topic_list, topics);
+    let (_, body) = c.call(
+        RemotingCommand::request(codes::GET_SYSTEM_TOPIC_LIST_FROM_NS, 0),
+        &[],
+    );
+    let system = TopicList::from_json(&body).unwrap();
+    assert_eq!(system.topic_list, ["DefaultCluster", "broker-a"]);
+    assert_eq!(system.broker_addr.as_deref(), Some(s.addr.as_str()));
+    let (_, body) = c.call(
+        RemotingCommand::request(codes::GET_SYSTEM_TOPIC_LIST_FROM_BROKER, 0),
+        &[],
+    );
+    assert!(TopicList::from_json(&body)
+        .unwrap()
+        .topic_list
+        .contains(&"SCHEDULE_TOPIC_XXXX".to_string()));
+    let (r, _) = c.call_header(
+        codes::GET_KV_CONFIG,
+        &GetKvConfigRequestHeader {
+            namespace: "ORDER_TOPIC_CONFIG".into(),
+            key: "OrderTopic".into(),
+        },
+    );
+    assert_eq!(r.code, codes::QUERY_NOT_FOUND);
+    // a SQL92 consumer's config check: a good expression passes, a broken one is refused
+    let check = |c: &mut Client, expr: &str| {
+        let body = rmqstore::remoting::body::CheckClientConfigBody {
+            client_id: "c1".into(),
+            group: "SqlGroup".into(),
+            subscription_data: Some(SubscriptionData {
+                topic: "OrderTopic".into(),
+                sub_string: expr.into(),
+                expression_type: "SQL92".into(),
+                ..Default::default()
+            }),
+        };
+        c.call(
+            RemotingCommand::request(codes::CHECK_CLIENT_CONFIG, 0),
+            body.to_json().as_bytes(),
+        )
+        .0
+        .code
+    };
+    assert_eq!(check(&mut c, "a > 1 AND TAGS IS NOT NULL"), codes::SUCCESS);
+    assert_eq!(check(&mut c, "a >"), codes::SUBSCRIPTION_PARSE_FAILED);
 }
 
 #[test]
@@ -1154,6 +1205,38 @@ fn random_requests_each_get_one_answer() {
         assert!(r.is_response(), "round {round}: code {code}");
     }
     assert!(c.early.is_empty(), "answers to no request: {:?}", c.early);
+    let (r, _) = s.client().call(
+        RemotingCommand::request(codes::GET_BROKER_CLUSTER_INFO, 0),
+        &[],
+    );
+    assert_eq!(r.code, codes::SUCCESS);
+}
+
+/// An idle connection is closed after `--idle-secs`; connections past `--max-connections` are
+/// closed at once, and served again once one goes.
+#[test]
+fn idle_connections_and_connections_over_the_limit_are_closed() {
+    let s = start(
+        Path::new(FIXTURE),
+        &["--idle-secs", "1", "--max-connections", "1"],
+    );
+    let mut first = s.client();
+    let (r, _) = first.call(
+        RemotingCommand::request(codes::GET_BROKER_CLUSTER_INFO, 0),
+        &[],
+    );
+    assert_eq!(r.code, codes::SUCCESS);
+    let mut second = s.client();
+    let _ = second.send(
+        RemotingCommand::request(codes::GET_BROKER_CLUSTER_INFO, 0),
+        &[],
+    );
+    assert!(second.next().is_none(), "a second connection was served");
+    let started = Instant::now();
+    assert!(first.next().is_none(), "the idle connection stayed open");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // the slot is free again
+    std::thread::sleep(Duration::from_millis(100));
     let (r, _) = s.client().call(
         RemotingCommand::request(codes::GET_BROKER_CLUSTER_INFO, 0),
         &[],
