@@ -1,13 +1,11 @@
 //! `rebuild`: broker-identical consume queues and index files, offsets kept after expired files,
 //! and an in-place switch that survives a kill at any moment.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command as Proc;
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 
 fn bin() -> Command {
     let mut c = Command::cargo_bin("rmqstore").unwrap();

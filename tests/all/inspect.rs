@@ -2,16 +2,14 @@
 //! and answers (`../shared/oracle`) for messages, queryMessage, lookMessageByOffset and
 //! getOffsetInQueueByTime; the fixtures for the other dumps.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use crate::common::*;
 use assert_cmd::Command;
 use base64::Engine;
-use common::*;
 use rmqstore::engine::store::reader::Reader;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::Host;

@@ -2,12 +2,10 @@
 //! to what gen wrote, and `rmqstore trace` tells each message's life (exit statuses, lookups
 //! with and without the index, by message id, offset message id, key, topic and time).
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use rmqstore::engine::filter::TagFilter;
 use rmqstore::engine::store::reader::Reader;
 use rmqstore::engine::Store;

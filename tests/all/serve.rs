@@ -4,9 +4,9 @@
 //! continues from the overlay. Answers are checked against the engine's own (the library
 //! opened on the same store) and the Java store's answers on the oracle store.
 
-mod common;
+use crate::common;
 
-use common::Server;
+use crate::common::Server;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -3,7 +3,7 @@
 //! actually performed, and copies damaged in one specific way each get the right code, file,
 //! byte offset, exit status and broker action. Originals are never touched.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -10,11 +10,9 @@
 //! repaired store or the repair folder, the damaged store is unchanged, and nothing is written
 //! beside it but the output folder.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 /// The stores the matrix damages: committed generated fixtures and the Java-written oracles.

@@ -2,13 +2,13 @@
 //! lost (it is kept or salvaged), and the original bytes are all in the repaired store plus the
 //! repair folder. `--in-place` survives a kill at any moment.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::read::{parse_record, RecordIter};
 use rmqstore::format::commitlog::Record;

@@ -5,7 +5,7 @@
 //! offset and what was expected, never a panic; and every good record before the damage is still
 //! read. The originals are never touched: every case works on a copy in a temp dir.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -3,14 +3,12 @@
 //! fake clock: the 16-step retry schedule and the DLQ, every delay level, filters, offsets in
 //! both message models, orderly locks, and an overlay that is itself a store.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 use rmqstore::engine::broker::clock::FakeClock;
 use rmqstore::engine::broker::offsets::{LocalOffsetStore, ReadOffsetType};
 use rmqstore::engine::broker::orderly::{OrderlyOutcome, OrderlyQueue, OrderlyStatus};

@@ -7,9 +7,9 @@
 //! ali-ons decodes only IPv4 hosts and zlib bodies (and drops the rest of a pull at the first
 //! record it cannot read), so the store is generated with `gen --plain`.
 
-mod common;
+use crate::common;
 
-use common::Server;
+use crate::common::Server;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -3,12 +3,10 @@
 //! whole run (and are refused while someone else holds it), hostile layouts end in bounded time
 //! and memory.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command as Proc, Stdio};
 
-use common::*;
+use crate::common::*;
 use rmqstore::engine::store::index_builder::IndexNaming;
 use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
 use rmqstore::format::commitlog::{encode_properties, Host, Message, MessageVersion};

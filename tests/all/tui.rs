@@ -1,7 +1,7 @@
 //! The terminal browser: views rendered with ratatui's TestBackend for a fixture store at 80x24
 //! and 200x50, keys driven through the app state, and the real binary in tmux.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

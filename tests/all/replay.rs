@@ -10,8 +10,6 @@
 //! - the real binary with a script that fails some messages, and a run stopped with SIGINT
 //!   then finished by a second run: every message consumed exactly once or dead-lettered.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,8 +17,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 use rmqstore::engine::broker::clock::{Clock, FakeClock};
 use rmqstore::engine::broker::pull::PullRequest;
 use rmqstore::engine::broker::{Engine, EngineOptions};

@@ -2,11 +2,9 @@
 //! until `--apply`, writes in the broker's form read back by the library, the previous file kept,
 //! the broker's lock refused when held.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use rmqstore::format::config::{load, ConfigFile, ConsumerOffsets};
 use serde_json::Value;
 

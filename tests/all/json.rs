@@ -3,11 +3,9 @@
 //! over `command`. A field added, removed or renamed without these structs and docs/json.md
 //! fails here; so does a doc section that misses a field of its struct.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use serde::de::{DeserializeOwned, Visitor};
 use serde::Deserialize;
 use serde_json::Value;

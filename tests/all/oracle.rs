@@ -2,12 +2,10 @@
 //! (`../shared/oracle`): every record, every manifest line, every consume queue unit, the Java
 //! store's answers, and byte-identical consume queues from our writer.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use rmqstore::engine::store::dispatch::{dispatch, record_tags_code};
 use rmqstore::engine::store::index_builder::IndexNaming;
 use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};

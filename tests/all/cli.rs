@@ -1,12 +1,10 @@
 //! The real binary on real files: gen reproduces the committed fixtures, info's JSON contract,
 //! exit statuses.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
+use crate::common::*;
 use assert_cmd::Command;
-use common::*;
 use serde_json::Value;
 
 fn bin() -> Command {

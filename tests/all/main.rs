@@ -1,0 +1,23 @@
+//! The integration tests, in one binary (one link, one run): each module drives the real
+//! binary or the library on real files; `common` holds what they share (the oracle stores, the
+//! binary, damage helpers, the `serve` process).
+
+mod common;
+
+mod admin;
+mod ali_ons;
+mod cli;
+mod corrupt;
+mod damage;
+mod engine;
+mod inspect;
+mod json;
+mod oracle;
+mod rebuild;
+mod repair;
+mod replay;
+mod serve;
+mod trace;
+mod trust;
+mod tui;
+mod verify;
