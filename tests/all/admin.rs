@@ -8,14 +8,10 @@ use crate::common::*;
 use rmqstore::format::config::{load, ConfigFile, ConsumerOffsets};
 use serde_json::Value;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
-}
-
 fn store_copy() -> (tempfile::TempDir, PathBuf) {
     let work = scratch();
     let store = work.path().join("store");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     (work, store)
 }
 

@@ -4,14 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::*;
-use assert_cmd::Command;
 use serde_json::Value;
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("rmqstore").unwrap();
-    c.env_clear().env("TZ", "UTC");
-    c
-}
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")

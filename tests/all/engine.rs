@@ -34,10 +34,6 @@ use serde_json::Value;
 /// A time after every fixture's records (2030).
 const T0: i64 = 1_900_000_000_000;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
-}
-
 fn open_store(root: &Path) -> Store {
     Store::open(root, &GeometryInputs::default()).unwrap()
 }
@@ -608,7 +604,7 @@ fn filters_on_java_written_messages() {
 #[test]
 fn retry_schedule_follows_the_16_steps_then_dlq() {
     let clock = FakeClock::new(T0);
-    let mut e = engine_at(&fixture(), None, &clock, BrokerRole::Master);
+    let mut e = engine_at(&fixture("store-4.9"), None, &clock, BrokerRole::Master);
     e.deliver_due().unwrap(); // the fixture's own overdue delayed messages
     let put = e
         .put_message(message("RetryTopic", 0, &[("TAGS", "t")], "hello"))
@@ -677,7 +673,7 @@ fn retry_schedule_follows_the_16_steps_then_dlq() {
 #[test]
 fn every_delay_level_delivers_on_time_and_not_before() {
     let clock = FakeClock::new(T0);
-    let mut e = engine_at(&fixture(), None, &clock, BrokerRole::Master);
+    let mut e = engine_at(&fixture("store-4.9"), None, &clock, BrokerRole::Master);
     e.deliver_due().unwrap();
     let g = e.source().geometry.clone();
     let levels = g.max_delay_level();
@@ -742,9 +738,14 @@ fn clustering_and_broadcasting_offsets() {
     let overlay = temp_dir("offsets");
     let clock = FakeClock::new(T0);
     {
-        let mut e = engine_at(&fixture(), Some(&overlay), &clock, BrokerRole::Master);
+        let mut e = engine_at(
+            &fixture("store-4.9"),
+            Some(&overlay),
+            &clock,
+            BrokerRole::Master,
+        );
         let in_file = rmqstore::format::config::load::<rmqstore::format::config::ConsumerOffsets>(
-            &fixture().join("config"),
+            &fixture("store-4.9").join("config"),
         )
         .unwrap()
         .value
@@ -768,9 +769,15 @@ fn clustering_and_broadcasting_offsets() {
         written.contains("\"OrderTopic@NewGroup\":{1:7"),
         "{written}"
     );
-    let source = std::fs::read_to_string(fixture().join("config/consumerOffset.json")).unwrap();
+    let source =
+        std::fs::read_to_string(fixture("store-4.9").join("config/consumerOffset.json")).unwrap();
     assert!(!source.contains("NewGroup"));
-    let e = engine_at(&fixture(), Some(&overlay), &clock, BrokerRole::Master);
+    let e = engine_at(
+        &fixture("store-4.9"),
+        Some(&overlay),
+        &clock,
+        BrokerRole::Master,
+    );
     assert_eq!(e.committed_offset("OrderGroup", "OrderTopic", 0), 95);
     assert_eq!(e.committed_offset("NewGroup", "OrderTopic", 1), 7);
     e.close().unwrap();
@@ -887,7 +894,7 @@ fn allocation_table() {
 #[test]
 fn orderly_queue_locks_and_retries_in_place() {
     let clock = FakeClock::new(T0);
-    let mut e = engine_at(&fixture(), None, &clock, BrokerRole::Master);
+    let mut e = engine_at(&fixture("store-4.9"), None, &clock, BrokerRole::Master);
     let mqs = e.message_queues("OrderTopic");
     assert_eq!(mqs.len(), 4);
     assert_eq!(e.lock_batch("OrderGroup", "c1", &mqs).len(), 4);
@@ -931,7 +938,7 @@ fn orderly_queue_locks_and_retries_in_place() {
 #[test]
 fn five_x_orderly_send_back_goes_to_the_dlq_at_once() {
     let clock = FakeClock::new(T0);
-    let store = open_store(&fixture());
+    let store = open_store(&fixture("store-4.9"));
     let mut opts = EngineOptions::for_store(&store);
     opts.version = BrokerVersion::V5;
     let mut e = Engine::open(store, None, Arc::new(clock), opts).unwrap();
@@ -956,11 +963,21 @@ fn overlay_is_a_store_and_a_second_run_continues_it() {
     let overlay = temp_dir("overlay");
     let clock = FakeClock::new(T0);
     let source_max = {
-        let e = engine_at(&fixture(), Some(&overlay), &clock, BrokerRole::Master);
+        let e = engine_at(
+            &fixture("store-4.9"),
+            Some(&overlay),
+            &clock,
+            BrokerRole::Master,
+        );
         e.queue_bounds("OrderTopic", 2).1
     };
     let (first, start) = {
-        let mut e = engine_at(&fixture(), Some(&overlay), &clock, BrokerRole::Master);
+        let mut e = engine_at(
+            &fixture("store-4.9"),
+            Some(&overlay),
+            &clock,
+            BrokerRole::Master,
+        );
         let start = e.overlay_start();
         assert_eq!(start % e.source().geometry.commitlog_file_size.value, 0);
         let a = e
@@ -984,7 +1001,12 @@ fn overlay_is_a_store_and_a_second_run_continues_it() {
     );
     assert!(overlay.join("config/delayOffset.json").exists());
     // a second run reads it back and goes on where the first stopped
-    let mut e = engine_at(&fixture(), Some(&overlay), &clock, BrokerRole::Master);
+    let mut e = engine_at(
+        &fixture("store-4.9"),
+        Some(&overlay),
+        &clock,
+        BrokerRole::Master,
+    );
     assert_eq!(e.replay_summary().overlay_records, 2);
     let r = pull(&e, "OrderTopic", 2, source_max, 32);
     assert_eq!(
@@ -1003,7 +1025,7 @@ fn overlay_is_a_store_and_a_second_run_continues_it() {
     // the CLI reads store + overlay, and --commit writes the group's offset there
     let (msgs, s) = cli_summary(&[
         "pull",
-        fixture().to_str().unwrap(),
+        fixture("store-4.9").to_str().unwrap(),
         "--overlay",
         overlay.to_str().unwrap(),
         "--group",
@@ -1025,7 +1047,7 @@ fn overlay_is_a_store_and_a_second_run_continues_it() {
     assert!(msgs.iter().any(|m| m["body"] == "later") && msgs.iter().any(|m| m["body"] == "two"));
     let (msgs, s) = cli_summary(&[
         "pull",
-        fixture().to_str().unwrap(),
+        fixture("store-4.9").to_str().unwrap(),
         "--overlay",
         overlay.to_str().unwrap(),
         "--group",
@@ -1043,7 +1065,7 @@ fn overlay_is_a_store_and_a_second_run_continues_it() {
 
 #[test]
 fn cli_pull_filters_and_refusals() {
-    let store = fixture();
+    let store = fixture("store-4.9");
     let store = store.to_str().unwrap();
     let (msgs, s) = cli_summary(&[
         "pull",
@@ -1174,7 +1196,7 @@ fn writer_resume_continues_byte_for_byte() {
 #[test]
 fn a_49_master_records_offset_moved_events() {
     let clock = FakeClock::new(T0);
-    let mut e = engine_at(&fixture(), None, &clock, BrokerRole::Master);
+    let mut e = engine_at(&fixture("store-4.9"), None, &clock, BrokerRole::Master);
     let (_, max) = e.queue_bounds("OrderTopic", 0);
     let req = PullRequest {
         topic: "OrderTopic",
@@ -1199,7 +1221,7 @@ fn a_49_master_records_offset_moved_events() {
     );
     assert_eq!(props_of(&m)["KEYS"], "G");
     // a slave neither moves the consumer nor writes the event
-    let mut s = engine_at(&fixture(), None, &clock, BrokerRole::Slave);
+    let mut s = engine_at(&fixture("store-4.9"), None, &clock, BrokerRole::Slave);
     let r = s.process_pull("G", &req, Some(5)).unwrap();
     assert_eq!(r.next_begin_offset, max + 100);
     assert_eq!(s.committed_offset("G", "OrderTopic", 0), -1);
@@ -1209,7 +1231,7 @@ fn a_49_master_records_offset_moved_events() {
 #[test]
 fn reset_a_group_to_a_time() {
     let clock = FakeClock::new(T0);
-    let mut e = engine_at(&fixture(), None, &clock, BrokerRole::Master);
+    let mut e = engine_at(&fixture("store-4.9"), None, &clock, BrokerRole::Master);
     let committed = e.committed_offset("OrderGroup", "OrderTopic", 0);
     let unit = e.unit_at("OrderTopic", 0, 40).unwrap();
     let t40 = e.message_at(unit.offset).unwrap().store_timestamp;

@@ -8,19 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use crate::common::*;
-use assert_cmd::Command;
 use base64::Engine;
 use rmqstore::engine::store::reader::Reader;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::Host;
 use rmqstore::format::geometry::GeometryInputs;
 use serde_json::Value;
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("rmqstore").unwrap();
-    c.env_clear().env("TZ", "UTC");
-    c
-}
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")

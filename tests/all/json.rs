@@ -1409,12 +1409,6 @@ impl Run {
     }
 }
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
-
 /// Every reading command on `store`, checked against the schema.
 fn every_reader(store: &Path, topic: &str, group: &str) {
     let s = store.as_os_str();

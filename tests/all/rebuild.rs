@@ -5,17 +5,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command as Proc;
 
 use crate::common::*;
-use assert_cmd::Command;
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("rmqstore").unwrap();
-    c.env_clear().env("TZ", "UTC");
-    c
-}
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
-}
 
 fn contents(dir: &Path) -> Vec<Vec<u8>> {
     tree(dir).into_iter().map(|(_, b)| b).collect()
@@ -94,7 +83,7 @@ fn topics_limit_the_rebuild() {
     let out = t.path().join("out");
     bin()
         .arg("rebuild")
-        .arg(fixture())
+        .arg(fixture("store-4.9"))
         .args([
             "--topic",
             "OrderTopic",
@@ -113,12 +102,12 @@ fn topics_limit_the_rebuild() {
     assert_eq!(topics, vec!["%DLQ%OrderGroup", "OrderTopic"]);
     assert!(
         tree(&out.join("consumequeue/OrderTopic"))
-            == tree(&fixture().join("consumequeue/OrderTopic"))
+            == tree(&fixture("store-4.9").join("consumequeue/OrderTopic"))
     );
     // refuses to write over what exists
     bin()
         .arg("rebuild")
-        .arg(fixture())
+        .arg(fixture("store-4.9"))
         .arg("--out")
         .arg(&out)
         .assert()
@@ -129,7 +118,7 @@ fn topics_limit_the_rebuild() {
 fn queue_offsets_survive_expired_commitlog_files() {
     let t = tempfile::tempdir().unwrap();
     let store = t.path().join("s");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     // the broker deleted the first three commitlog files (expired)
     let mut files: Vec<_> = std::fs::read_dir(store.join("commitlog"))
         .unwrap()
@@ -204,13 +193,13 @@ struct Case {
 fn case() -> Case {
     let t = tempfile::tempdir().unwrap();
     let store = t.path().join("s");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     std::fs::remove_file(store.join("consumequeue/OrderTopic/1/00000000000000002000")).unwrap();
     let (old_cq, old_ix) = (
         tree(&store.join("consumequeue")),
         tree(&store.join("index")),
     );
-    let new_cq = tree(&fixture().join("consumequeue"));
+    let new_cq = tree(&fixture("store-4.9").join("consumequeue"));
     assert_ne!(old_cq, new_cq);
     Case {
         _t: t,
@@ -321,7 +310,7 @@ fn in_place_survives_sigkill_at_random_moments() {
 fn in_place_refuses_a_live_store() {
     let t = tempfile::tempdir().unwrap();
     let store = t.path().join("s");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     let sleeper = Proc::new("sleep").arg("20").spawn().unwrap();
     std::fs::write(store.join("abort"), sleeper.id().to_string()).unwrap();
     let err = bin()
@@ -341,5 +330,5 @@ fn in_place_refuses_a_live_store() {
     let mut sleeper = sleeper;
     sleeper.kill().unwrap();
     sleeper.wait().unwrap();
-    assert!(tree(&store.join("consumequeue")) == tree(&fixture().join("consumequeue")));
+    assert!(tree(&store.join("consumequeue")) == tree(&fixture("store-4.9").join("consumequeue")));
 }

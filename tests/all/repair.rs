@@ -15,16 +15,6 @@ use rmqstore::format::commitlog::Record;
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::mapped::Mapped;
 
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("rmqstore").unwrap();
-    c.env_clear().env("TZ", "UTC");
-    c
-}
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
-}
-
 /// Relative path -> bytes of every file below `dir`, skipping repair folders and markers.
 fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     common::tree(dir)
@@ -289,7 +279,7 @@ fn patch(f: &Path, at: usize, edit: impl FnOnce(&mut [u8])) {
 
 #[test]
 fn flipped_body_bit() {
-    let r = check(&fixture(), "flipped body bit", |s| {
+    let r = check(&fixture("store-4.9"), "flipped body bit", |s| {
         let f = commitlog_file(s, 3);
         let p = record_pos(&f, 5);
         patch(&f, p + 100, |b| b[0] ^= 0x10);
@@ -303,7 +293,7 @@ fn flipped_body_bit() {
 
 #[test]
 fn flipped_size_field() {
-    check(&fixture(), "flipped size", |s| {
+    check(&fixture("store-4.9"), "flipped size", |s| {
         let f = commitlog_file(s, 1);
         let p = record_pos(&f, 7);
         patch(&f, p + 2, |b| b[0] ^= 0x01);
@@ -312,7 +302,7 @@ fn flipped_size_field() {
 
 #[test]
 fn torn_last_record() {
-    let r = check(&fixture(), "torn last record", |s| {
+    let r = check(&fixture("store-4.9"), "torn last record", |s| {
         let f = commitlog_file(s, 8);
         let p = record_pos(&f, 12);
         let b = std::fs::read(&f).unwrap();
@@ -323,7 +313,7 @@ fn torn_last_record() {
 
 #[test]
 fn zeroed_page_in_the_middle() {
-    check(&fixture(), "zeroed page", |s| {
+    check(&fixture("store-4.9"), "zeroed page", |s| {
         let f = commitlog_file(s, 2);
         patch(&f, 40960, |b| b[..4096].fill(0));
     });
@@ -331,27 +321,27 @@ fn zeroed_page_in_the_middle() {
 
 #[test]
 fn missing_commitlog_file_in_the_middle() {
-    check(&fixture(), "missing commitlog file", |s| {
+    check(&fixture("store-4.9"), "missing commitlog file", |s| {
         std::fs::remove_file(commitlog_file(s, 4)).unwrap();
     });
 }
 
 #[test]
 fn consume_queue_damage() {
-    check(&fixture(), "deleted cq file", |s| {
+    check(&fixture("store-4.9"), "deleted cq file", |s| {
         std::fs::remove_file(s.join("consumequeue/OrderTopic/1/00000000000000002000")).unwrap();
     });
-    check(&fixture(), "truncated cq file", |s| {
+    check(&fixture("store-4.9"), "truncated cq file", |s| {
         let f = s.join("consumequeue/AuditTopic/2/00000000000000000000");
         let b = std::fs::read(&f).unwrap();
         std::fs::write(&f, &b[..777]).unwrap();
     });
-    check(&fixture(), "extra cq file and queue", |s| {
+    check(&fixture("store-4.9"), "extra cq file and queue", |s| {
         let d = s.join("consumequeue/GhostTopic/0");
         std::fs::create_dir_all(&d).unwrap();
         std::fs::write(d.join("00000000000000000000"), vec![7u8; 2000]).unwrap();
     });
-    check(&fixture(), "unit past the end", |s| {
+    check(&fixture("store-4.9"), "unit past the end", |s| {
         let d = s.join("consumequeue/PaymentTopic/0");
         let mut files: Vec<_> = std::fs::read_dir(&d)
             .unwrap()
@@ -373,10 +363,10 @@ fn consume_queue_damage() {
 
 #[test]
 fn index_and_shutdown_damage() {
-    check(&fixture(), "deleted index folder", |s| {
+    check(&fixture("store-4.9"), "deleted index folder", |s| {
         std::fs::remove_dir_all(s.join("index")).unwrap();
     });
-    let r = check(&fixture(), "abort left behind", |s| {
+    let r = check(&fixture("store-4.9"), "abort left behind", |s| {
         std::fs::write(s.join("abort"), b"").unwrap();
     });
     assert!(r.manifest["actions"].to_string().contains("abort"));
@@ -384,18 +374,22 @@ fn index_and_shutdown_damage() {
 
 #[test]
 fn config_damage() {
-    let r = check(&fixture(), "corrupt consumerOffset.json with .bak", |s| {
-        std::fs::write(
-            s.join("config/consumerOffset.json"),
-            b"{\"offsetTable\":{\"x",
-        )
-        .unwrap();
-    });
+    let r = check(
+        &fixture("store-4.9"),
+        "corrupt consumerOffset.json with .bak",
+        |s| {
+            std::fs::write(
+                s.join("config/consumerOffset.json"),
+                b"{\"offsetTable\":{\"x",
+            )
+            .unwrap();
+        },
+    );
     let repaired = std::fs::read(r.out.join("config/consumerOffset.json")).unwrap();
     let bak = std::fs::read(r.original.join("config/consumerOffset.json.bak")).unwrap();
     assert_eq!(repaired, bak, "restored from .bak");
     check(
-        &fixture(),
+        &fixture("store-4.9"),
         "corrupt consumerOffset.json without .bak",
         |s| {
             std::fs::write(s.join("config/consumerOffset.json"), b"garbage").unwrap();
@@ -429,7 +423,7 @@ fn oracle_stores() {
 
 #[test]
 fn dry_run_changes_nothing() {
-    let (t, s) = damaged(&fixture(), |s| {
+    let (t, s) = damaged(&fixture("store-4.9"), |s| {
         std::fs::write(s.join("abort"), b"").unwrap();
     });
     let before = tree(t.path());
@@ -458,7 +452,7 @@ fn in_place_survives_kills() {
     };
     let exe = assert_cmd::cargo::cargo_bin("rmqstore");
     // the expected new form, made once with --out
-    let (t0, s0) = damaged(&fixture(), damage);
+    let (t0, s0) = damaged(&fixture("store-4.9"), damage);
     let new_form = tree(&repair_out(t0, s0).out);
     let check_old_or_new = |s: &Path, old: &BTreeMap<PathBuf, Vec<u8>>, ctx: &str| {
         let now = tree(s);
@@ -468,7 +462,7 @@ fn in_place_survives_kills() {
         );
     };
     for point in ["repair-staged", "root-exchanged"] {
-        let (_t, s) = damaged(&fixture(), damage);
+        let (_t, s) = damaged(&fixture("store-4.9"), damage);
         let old = tree(&s);
         let st = bin()
             .env("RMQSTORE_FAILPOINT", point)
@@ -489,7 +483,7 @@ fn in_place_survives_kills() {
         assert!(tree(&s) == new_form, "{point}: rerun did not finish");
     }
     for delay in [0u64, 5, 15, 30, 60, 100] {
-        let (_t, s) = damaged(&fixture(), damage);
+        let (_t, s) = damaged(&fixture("store-4.9"), damage);
         let old = tree(&s);
         let mut child = std::process::Command::new(&exe)
             .arg("repair")
@@ -528,13 +522,13 @@ fn queue_offset_at(f: &Path, p: usize) -> i64 {
 /// the commitlog is cut where a break in a queue's offsets is left unexplained.
 #[test]
 fn regression_13_repeated_queue_offset() {
-    let f = commitlog_file(&fixture(), 2);
+    let f = commitlog_file(&fixture("store-4.9"), 2);
     let p = (4..40)
         .map(|n| record_pos(&f, n))
         .find(|&p| queue_offset_at(&f, p) > 0)
         .unwrap();
     let repeat = (queue_offset_at(&f, p) - 1).to_be_bytes();
-    let r = check(&fixture(), "repeated queue offset", |s| {
+    let r = check(&fixture("store-4.9"), "repeated queue offset", |s| {
         patch(&commitlog_file(s, 2), p + 20, |b| {
             b[..8].copy_from_slice(&repeat)
         });
@@ -548,7 +542,7 @@ fn regression_13_repeated_queue_offset() {
 /// writes the value the consume queue unit proves back.
 #[test]
 fn regression_13_negative_queue_offset() {
-    let r = check(&fixture(), "negative queue offset", |s| {
+    let r = check(&fixture("store-4.9"), "negative queue offset", |s| {
         let f = commitlog_file(s, 2);
         let p = record_pos(&f, 6);
         patch(&f, p + 20, |b| {
@@ -565,7 +559,7 @@ fn regression_13_negative_queue_offset() {
 #[test]
 fn regression_13_queue_offset_past_a_long() {
     for q in [i64::MAX / 20 + 1, i64::MAX] {
-        let r = check(&fixture(), "queue offset past a long", |s| {
+        let r = check(&fixture("store-4.9"), "queue offset past a long", |s| {
             let f = commitlog_file(s, 2);
             let p = record_pos(&f, 6);
             patch(&f, p + 20, |b| b[..8].copy_from_slice(&q.to_be_bytes()));
@@ -588,7 +582,7 @@ fn regression_13_queue_offset_past_a_long() {
 /// verify cuts there and the salvage leaves it out: its bytes are in the repair folder.
 #[test]
 fn regression_13_schedule_record_with_a_bad_delay() {
-    let f = commitlog_file(&fixture(), 2);
+    let f = commitlog_file(&fixture("store-4.9"), 2);
     let b = std::fs::read(&f).unwrap();
     let (mut p, mut at) = (0, None);
     while p + 4 <= b.len() && at.is_none() {
@@ -604,7 +598,7 @@ fn regression_13_schedule_record_with_a_bad_delay() {
         p += size as usize;
     }
     let at = at.expect("a schedule record in the fixture");
-    let (t, s) = damaged(&fixture(), |s| {
+    let (t, s) = damaged(&fixture("store-4.9"), |s| {
         patch(&commitlog_file(s, 2), at, |b| b[0] = b'x');
     });
     let original = tree(&s);
@@ -630,12 +624,12 @@ fn regression_13_schedule_record_with_a_bad_delay() {
 /// cut at the record, and its bytes are in the repair folder.
 #[test]
 fn regression_13_two_fields_of_one_record() {
-    let f = commitlog_file(&fixture(), 0);
+    let f = commitlog_file(&fixture("store-4.9"), 0);
     let p = (1..40)
         .map(|n| record_pos(&f, n))
         .find(|&p| queue_offset_at(&f, p) == 0)
         .unwrap();
-    let (t, s) = damaged(&fixture(), |s| {
+    let (t, s) = damaged(&fixture("store-4.9"), |s| {
         std::fs::remove_dir_all(s.join("consumequeue")).unwrap();
         patch(&commitlog_file(s, 0), p + 20, |b| {
             b[..8].copy_from_slice(&(-7i64).to_be_bytes());

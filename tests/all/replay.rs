@@ -18,7 +18,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use assert_cmd::Command;
 use rmqstore::engine::broker::clock::{Clock, FakeClock};
 use rmqstore::engine::broker::pull::PullRequest;
 use rmqstore::engine::broker::{Engine, EngineOptions};
@@ -37,22 +36,12 @@ use serde_json::Value;
 const T0: i64 = 1_900_000_000_000;
 const TOPIC: &str = "ReplayTopic";
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
-}
-
 fn temp_dir(name: &str) -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let d = std::env::temp_dir().join(format!("rmqstore-replay-{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
-}
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("rmqstore").unwrap();
-    c.env_clear().env("PATH", "/usr/bin:/bin");
-    c
 }
 
 fn read_lines(path: &Path) -> Vec<Value> {
@@ -118,7 +107,7 @@ fn export(root: &Path, group: &str, extra: &[&str], name: &str) -> Vec<Value> {
         T0.to_string(),
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
-    bin().args(&args).assert().success();
+    bin_with_path().args(&args).assert().success();
     let lines = read_lines(&out);
     let _ = std::fs::remove_dir_all(&dir);
     lines
@@ -194,7 +183,7 @@ fn check_export_plus_consumed(root: &Path, all: &[(String, i32, i64, u64)], name
 
 #[test]
 fn export_plus_consumed_equals_the_topic_on_the_fixture() {
-    let root = fixture();
+    let root = fixture("store-4.9");
     let all: Vec<(String, i32, i64, u64)> = records(&root)
         .into_iter()
         .filter(|r| r.queued)
@@ -324,11 +313,11 @@ fn check_includes(root: &Path, group: &str, name: &str) -> BTreeMap<String, usiz
 
 #[test]
 fn export_includes_carry_their_origin() {
-    let n = check_includes(&fixture(), "OrderGroup", "fixture");
+    let n = check_includes(&fixture("store-4.9"), "OrderGroup", "fixture");
     for kind in ["topic", "retry", "delayed", "dlq"] {
         assert!(n.get(kind).is_some_and(|&c| c > 0), "fixture: no {kind}");
     }
-    let n = check_includes(&fixture(), "PaymentGroup", "fixture");
+    let n = check_includes(&fixture("store-4.9"), "PaymentGroup", "fixture");
     assert!(
         n.get("transaction").is_some_and(|&c| c > 0),
         "fixture: {n:?}"
@@ -345,13 +334,13 @@ fn export_includes_carry_their_origin() {
 
 #[test]
 fn export_to_a_store_directory() {
-    let root = fixture();
+    let root = fixture("store-4.9");
     let work = temp_dir("export-store");
     std::fs::create_dir_all(&work).unwrap();
     let lines_path = work.join("all.jsonl");
     let out = work.join("store");
     for o in [&lines_path, &out] {
-        bin()
+        bin_with_path()
             .args(["export", root.to_str().unwrap(), "--group", "OrderGroup"])
             .args(["--include", "all", "--now", &T0.to_string(), "--out"])
             .arg(o)
@@ -404,7 +393,7 @@ fn export_to_a_store_directory() {
         .sum();
     assert_eq!(queued as usize, recs.len());
     // an existing non-empty directory is refused
-    bin()
+    bin_with_path()
         .args([
             "export",
             root.to_str().unwrap(),
@@ -419,7 +408,7 @@ fn export_to_a_store_directory() {
     let file = work.join("old.jsonl");
     std::fs::write(&file, b"keep me\n").unwrap();
     let to_file = |force: bool| {
-        let mut c = bin();
+        let mut c = bin_with_path();
         c.args([
             "export",
             root.to_str().unwrap(),
@@ -443,7 +432,7 @@ fn export_to_a_store_directory() {
     to_file(true).success();
     assert!(!read_lines(&file).is_empty());
     // a group without offsets needs --topic
-    bin()
+    bin_with_path()
         .args([
             "export",
             root.to_str().unwrap(),
@@ -804,7 +793,7 @@ fn replay_binary_with_a_failing_script() {
     let msgs = make_store(&src, 30);
     let sh = script(&work, &log, "0");
     let t = Instant::now();
-    let out = bin()
+    let out = bin_with_path()
         .args([
             "replay",
             src.to_str().unwrap(),
@@ -849,7 +838,7 @@ fn replay_binary_with_a_failing_script() {
     let dlq = overlay_dlq(&src, &ov, "BinGroup");
     check_outcome(&msgs, &log_lines(&log), &dlq, 2);
     // a second run has nothing to do
-    bin()
+    bin_with_path()
         .args([
             "replay",
             src.to_str().unwrap(),
@@ -878,7 +867,7 @@ fn replay_binary_with_a_failing_script() {
     );
     // JSON on stdin: the dump shape plus the delivery
     let seen = work.join("seen.jsonl");
-    bin()
+    bin_with_path()
         .args([
             "replay",
             src.to_str().unwrap(),
@@ -994,7 +983,7 @@ fn replay_exits_1_when_every_message_went_to_the_dlq() {
     let work = temp_dir("all-dlq");
     let (src, ov) = (work.join("store"), work.join("overlay"));
     let msgs = make_store(&src, 6);
-    let out = bin()
+    let out = bin_with_path()
         .args([
             "replay",
             src.to_str().unwrap(),

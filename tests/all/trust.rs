@@ -12,10 +12,6 @@ use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
 use rmqstore::format::commitlog::{encode_properties, Host, Message, MessageVersion};
 use rmqstore::format::geometry::{resolve, GeometryInputs, GeometryOverrides};
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
-}
-
 /// A command line split at spaces (the paths here have none).
 fn words(line: &str) -> Vec<String> {
     line.split_whitespace().map(String::from).collect()
@@ -258,7 +254,7 @@ fn topics_that_are_paths_never_leave_the_target() {
 fn outputs_inside_a_store_are_refused() {
     let t = scratch();
     let store = t.path().join("store");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     let before = snapshot(&store);
     let inside = |p: &str| store.join(p).display().to_string();
     let s = store.display();
@@ -347,7 +343,7 @@ fn in_place_writers_are_refused_while_another_process_holds_the_lock() {
     }
     let t = scratch();
     let store = t.path().join("store");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     std::fs::write(store.join("lock"), b"lock").unwrap();
     let overlay = t.path().join("ov");
     bin()
@@ -411,7 +407,7 @@ fn in_place_writers_hold_the_lock_for_the_whole_run() {
     ] {
         let t = scratch();
         let store = t.path().join("store");
-        copy_tree(&fixture(), &store);
+        copy_tree(&fixture("store-4.9"), &store);
         // damage that both fix: a lost consume queue file
         std::fs::remove_file(store.join("consumequeue/OrderTopic/1/00000000000000002000")).unwrap();
         let exe = assert_cmd::cargo::cargo_bin("rmqstore");
@@ -452,7 +448,7 @@ fn in_place_writers_hold_the_lock_for_the_whole_run() {
 fn symlinks_and_loops_in_the_store() {
     let t = scratch();
     let store = t.path().join("store");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     // A commitlog file kept elsewhere through a symlink is read as its target: no false finding.
     let cl = store.join("commitlog/00000000000000262144");
     let moved = t.path().join("elsewhere-262144");
@@ -509,7 +505,7 @@ fn limited(kb: u64, args: &[&str]) -> std::process::Output {
 fn huge_and_lying_sizes_take_bounded_memory() {
     let t = scratch();
     let store = t.path().join("store");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     // A 3 GiB topics.json (sparse) is not read: the .bak is used.
     let topics = store.join("config/topics.json");
     if !topics.exists() {
@@ -576,7 +572,7 @@ fn a_repaired_store_shares_no_file_a_broker_writes_in_place() {
     use std::os::unix::fs::{FileExt, MetadataExt};
     let dir = scratch();
     let store = dir.path().join("store");
-    copy_tree(&fixture(), &store);
+    copy_tree(&fixture("store-4.9"), &store);
     // a sparse wheel of the broker's size, its first page written
     let wheel_size = rmqstore::format::timer::wheel::WHEEL_FILE_SIZE;
     std::fs::write(store.join("timerwheel"), vec![7u8; 4096]).unwrap();

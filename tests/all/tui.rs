@@ -2,6 +2,7 @@
 //! and 200x50, keys driven through the app state, and the real binary in tmux.
 
 use crate::common;
+use crate::common::fixture;
 
 use std::path::{Path, PathBuf};
 
@@ -19,10 +20,6 @@ use rmqstore::tui::{ui, App};
 
 fn app(root: &Path) -> App {
     App::new(Store::open(root, &GeometryInputs::default()).unwrap())
-}
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9")
 }
 
 /// An oracle store; missing, the test is skipped with a message, or fails under CI.
@@ -96,7 +93,7 @@ const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
 
 #[test]
 fn topics_view_lists_topics_with_counts_and_marks_every_system_topic() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     for (w, h) in SIZES {
         let s = screen(&mut a, w, h);
         assert!(has(&s, "OrderTopic"), "{s:#?}");
@@ -116,7 +113,7 @@ fn topics_view_lists_topics_with_counts_and_marks_every_system_topic() {
 
 #[test]
 fn navigate_to_a_message_and_back() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     select_topic(&mut a, "OrderTopic");
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.screen, Screen::Queues);
@@ -162,7 +159,7 @@ fn navigate_to_a_message_and_back() {
 
 #[test]
 fn messages_at_80_columns_show_the_whole_time_and_msg_id() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("OrderTopic", 0, 0);
     for (w, h) in SIZES {
         a.page = h as usize;
@@ -208,7 +205,7 @@ fn messages_at_80_columns_show_the_whole_time_and_msg_id() {
 
 #[test]
 fn tag_filter_pages_through_the_whole_queue() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     let want = tag_matches(&a, "AuditTopic", 1, "TagB");
     assert!(want.len() > 30, "{want:?}");
     a.page = 10;
@@ -270,7 +267,7 @@ fn tag_filter_pages_through_the_whole_queue() {
 fn a_page_scan_runs_in_bounded_steps_and_counts_what_it_read() {
     use rmqstore::tui::filter::MessageFilter;
     use rmqstore::tui::paging::{Direction, PageScan, Placement};
-    let a = app(&fixture());
+    let a = app(&fixture("store-4.9"));
     let cq = a.store().queue("AuditTopic", 1).unwrap();
     let want = tag_matches(&a, "AuditTopic", 1, "TagB");
     let filter = MessageFilter::parse("TagB").unwrap().unwrap();
@@ -312,7 +309,7 @@ fn a_page_scan_runs_in_bounded_steps_and_counts_what_it_read() {
 
 #[test]
 fn filter_by_key_property_and_body() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("%DLQ%OrderGroup", 0, 0);
     command(&mut a, 'f', "key:key-25");
     assert!(!a.rows.is_empty(), "{}", a.status);
@@ -343,7 +340,7 @@ fn filter_by_key_property_and_body() {
 
 #[test]
 fn n_and_shift_n_move_through_messages_also_in_the_detail_view() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("OrderTopic", 2, 5);
     key(&mut a, KeyCode::Char('n'));
     assert_eq!(a.msg_sel, 6);
@@ -382,7 +379,7 @@ fn n_and_shift_n_move_through_messages_also_in_the_detail_view() {
 
 #[test]
 fn detail_scroll_stops_at_the_last_line_and_survives_view_changes() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("OrderTopic", 0, 0);
     key(&mut a, KeyCode::Enter);
     key(&mut a, KeyCode::Char('t'));
@@ -415,7 +412,7 @@ fn detail_scroll_stops_at_the_last_line_and_survives_view_changes() {
 
 #[test]
 fn detail_words_flags_and_transactions() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     let mut compressed = None;
     let mut commit = None;
     let r = a.reader.scan(usize::MAX, |m| {
@@ -489,7 +486,7 @@ fn the_detail_view_has_a_trace_pane_when_the_message_was_traced() {
     a.open_detail(t.offsets[0]);
     let s = screen(&mut a, 200, 50);
     assert!(!has(&s, " trace ("), "{s:#?}");
-    let mut plain = app(&fixture());
+    let mut plain = app(&fixture("store-4.9"));
     let r = plain.reader.scan(1, |m| m.topic == "PaymentTopic");
     plain.open_detail(r.offsets[0]);
     let s = screen(&mut plain, 200, 50);
@@ -499,7 +496,7 @@ fn the_detail_view_has_a_trace_pane_when_the_message_was_traced() {
 
 #[test]
 fn search_by_key_uniq_key_and_msg_id() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("PaymentTopic", 2, 3);
     let row = a.rows.iter().find(|r| r.queue_offset == 3).unwrap().clone();
     let loc = a.reader.message_at(row.offset).unwrap().unwrap();
@@ -533,7 +530,7 @@ fn search_by_key_uniq_key_and_msg_id() {
 
 #[test]
 fn goto_reads_times_in_utc_and_honours_offsets() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("AuditTopic", 1, 0);
     command(&mut a, 'g', "40");
     assert_eq!(a.msg_sel, 40);
@@ -563,10 +560,10 @@ fn goto_reads_times_in_utc_and_honours_offsets() {
 
 #[test]
 fn groups_lag_matches_info_and_drills_down_to_queues() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rmqstore"))
         .args(["info", "--json"])
-        .arg(fixture())
+        .arg(fixture("store-4.9"))
         .output()
         .unwrap();
     // the first line is the `info` object, a summary follows
@@ -631,7 +628,7 @@ fn groups_lag_matches_info_and_drills_down_to_queues() {
 
 #[test]
 fn a_retry_or_dlq_copy_opens_its_origin() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("%DLQ%OrderGroup", 0, 0);
     key(&mut a, KeyCode::Enter);
     let copy = a
@@ -678,7 +675,7 @@ fn wait_for_health(a: &mut App) {
 fn health_shows_a_finding_in_full_and_the_recovery_plan() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("store");
-    common::copy_tree(&fixture(), &root);
+    common::copy_tree(&fixture("store-4.9"), &root);
     std::fs::write(root.join("config/delayOffset.json"), "{ not json").unwrap();
     let mut a = app(&root);
     key(&mut a, KeyCode::Tab);
@@ -716,7 +713,7 @@ fn health_shows_a_finding_in_full_and_the_recovery_plan() {
 
 #[test]
 fn a_healthy_store_says_so_with_the_right_plural() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     key(&mut a, KeyCode::Tab);
     key(&mut a, KeyCode::Tab);
     wait_for_health(&mut a);
@@ -736,7 +733,7 @@ fn a_healthy_store_says_so_with_the_right_plural() {
 
 #[test]
 fn slash_filters_lists_as_you_type_and_s_sorts() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     key(&mut a, KeyCode::Char('/'));
     typed(&mut a, "pay");
     // applied while typing
@@ -797,7 +794,7 @@ fn slash_filters_lists_as_you_type_and_s_sorts() {
 
 #[test]
 fn copy_and_pager_hand_the_message_to_the_terminal() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     a.open_queue("OrderTopic", 0, 0);
     let row = a.rows[0].clone();
     key(&mut a, KeyCode::Char('c'));
@@ -823,7 +820,7 @@ fn copy_and_pager_hand_the_message_to_the_terminal() {
 
 #[test]
 fn every_view_renders_readably_at_both_sizes() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     key(&mut a, KeyCode::Char('?'));
     for (w, h) in SIZES {
         let s = screen(&mut a, w, h);
@@ -855,7 +852,7 @@ fn every_view_renders_readably_at_both_sizes() {
 
 #[test]
 fn esc_stops_a_running_verify() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     key(&mut a, KeyCode::Tab);
     key(&mut a, KeyCode::Tab);
     assert_eq!(a.screen, Screen::Health);
@@ -871,7 +868,7 @@ fn esc_stops_a_running_verify() {
 
 #[test]
 fn detail_shows_a_text_body_and_a_decompressed_one() {
-    let mut a = app(&fixture());
+    let mut a = app(&fixture("store-4.9"));
     let store = a.store();
     let cq = store.queue("OrderTopic", 0).unwrap();
     let (mut text, mut compressed) = (None, None);
@@ -1042,7 +1039,7 @@ fn end_to_end_in_tmux() {
 
 #[test]
 fn tmux_tag_filter_counts_what_query_finds() {
-    let Some(t) = Tmux::start("filter", 200, 40, &tui_command("", &fixture())) else {
+    let Some(t) = Tmux::start("filter", 200, 40, &tui_command("", &fixture("store-4.9"))) else {
         return;
     };
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("rmqstore"))
@@ -1056,7 +1053,7 @@ fn tmux_tag_filter_counts_what_query_finds() {
             "0",
         ])
         .args(["--count", "1000000", "--tag", "TagB", "--json"])
-        .arg(fixture())
+        .arg(fixture("store-4.9"))
         .output()
         .unwrap();
     // a message stream: the summary is the last JSON line on stderr
@@ -1088,7 +1085,12 @@ fn tmux_tag_filter_counts_what_query_finds() {
 
 #[test]
 fn tmux_selection_is_visible_without_colours() {
-    let Some(t) = Tmux::start("nocolor", 80, 24, &tui_command("NO_COLOR=1", &fixture())) else {
+    let Some(t) = Tmux::start(
+        "nocolor",
+        80,
+        24,
+        &tui_command("NO_COLOR=1", &fixture("store-4.9")),
+    ) else {
         return;
     };
     let c = t.wait_for("Enter queues");
@@ -1113,12 +1115,17 @@ fn tmux_selection_is_visible_without_colours() {
 
 #[test]
 fn tmux_goto_time_under_another_time_zone() {
-    let a = app(&fixture());
+    let a = app(&fixture("store-4.9"));
     let cq = a.store().queue("PaymentTopic", 1).unwrap();
     let unit = cq.unit_at(40).unwrap().unwrap();
     let m = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
     let shown = format_utc(m.message.store_timestamp);
-    let Some(t) = Tmux::start("tz", 120, 30, &tui_command("TZ=Asia/Shanghai", &fixture())) else {
+    let Some(t) = Tmux::start(
+        "tz",
+        120,
+        30,
+        &tui_command("TZ=Asia/Shanghai", &fixture("store-4.9")),
+    ) else {
         return;
     };
     open_queue_by_keys(&t, "PaymentTopic", 1);
@@ -1133,7 +1140,7 @@ fn tmux_goto_time_under_another_time_zone() {
 
 #[test]
 fn tmux_search_and_jump_to_the_origin_of_a_dlq_copy() {
-    let a = app(&fixture());
+    let a = app(&fixture("store-4.9"));
     let cq = a.store().queue("%DLQ%OrderGroup", 0).unwrap();
     let unit = cq.unit_at(0).unwrap().unwrap();
     let copy = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
@@ -1143,7 +1150,7 @@ fn tmux_search_and_jump_to_the_origin_of_a_dlq_copy() {
         .property(prop::ORIGIN_MESSAGE_ID)
         .unwrap()
         .into_owned();
-    let Some(t) = Tmux::start("origin", 120, 40, &tui_command("", &fixture())) else {
+    let Some(t) = Tmux::start("origin", 120, 40, &tui_command("", &fixture("store-4.9"))) else {
         return;
     };
     t.wait_for("Enter queues");
@@ -1163,7 +1170,7 @@ fn tmux_search_and_jump_to_the_origin_of_a_dlq_copy() {
 
 #[test]
 fn tmux_pager_and_clipboard_leave_and_restore_the_screen() {
-    let a = app(&fixture());
+    let a = app(&fixture("store-4.9"));
     let cq = a.store().queue("OrderTopic", 0).unwrap();
     let unit = cq.unit_at(0).unwrap().unwrap();
     let m = a.reader.message_at(unit.offset as u64).unwrap().unwrap();
@@ -1172,7 +1179,7 @@ fn tmux_pager_and_clipboard_leave_and_restore_the_screen() {
     let tmp = tempfile::tempdir().unwrap();
     let paged = tmp.path().join("paged.txt");
     let env = format!("PAGER='cat > {}'", paged.display());
-    let Some(t) = Tmux::start("pager", 100, 30, &tui_command(&env, &fixture())) else {
+    let Some(t) = Tmux::start("pager", 100, 30, &tui_command(&env, &fixture("store-4.9"))) else {
         return;
     };
     t.run(&["set-option", "-g", "set-clipboard", "on"]);

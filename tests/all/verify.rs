@@ -4,28 +4,16 @@
 //! byte offset, exit status and broker action. Originals are never touched.
 
 use crate::common;
+use crate::common::{bin, fixture};
 
 use std::path::{Path, PathBuf};
 
-use assert_cmd::Command;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::RecordIter;
 use rmqstore::format::consumequeue::UNIT_SIZE;
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::mapped::Mapped;
 use serde_json::Value;
-
-fn bin() -> Command {
-    let mut c = Command::cargo_bin("rmqstore").unwrap();
-    c.env_clear().env("TZ", "UTC");
-    c
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(name)
-}
 
 /// A writable copy of a store root; the temp dir lives as long as the guard.
 fn copy_store(src: &Path) -> (tempfile::TempDir, PathBuf) {

@@ -1,0 +1,115 @@
+//! The real binary: `rmqstore` with a pinned environment, the fixture stores, generated stores,
+//! and a running `serve`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// The real binary with a pinned environment and a time limit: a hang fails the test.
+pub fn bin() -> assert_cmd::Command {
+    let mut c = assert_cmd::Command::cargo_bin("rmqstore").unwrap();
+    c.env_clear()
+        .env("TZ", "UTC")
+        .timeout(std::time::Duration::from_secs(120));
+    c
+}
+
+/// `rmqstore` with `PATH` set, for commands that run others (`replay --exec`).
+pub fn bin_with_path() -> assert_cmd::Command {
+    let mut c = bin();
+    c.env("PATH", "/usr/bin:/bin");
+    c
+}
+
+/// `fixtures/<name>`, a store committed to the repository.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(name)
+}
+
+/// Arguments of the traced store the trace tests share: the small geometry of the fixtures,
+/// with the clients' message traces.
+pub const TRACED_GEN_ARGS: [&str; 11] = [
+    "--messages",
+    "1200",
+    "--commitlog-file-size",
+    "262144",
+    "--cq-file-units",
+    "100",
+    "--index-slots",
+    "64",
+    "--index-entries",
+    "256",
+    "--traces",
+];
+
+/// Write the traced store (`gen` with [`TRACED_GEN_ARGS`]) into `dir`.
+pub fn gen_traced_store(dir: &Path) {
+    bin()
+        .arg("gen")
+        .arg(dir)
+        .args(TRACED_GEN_ARGS)
+        .assert()
+        .success();
+}
+
+/// A running `rmqstore serve` on a free loopback port, killed when dropped.
+pub struct Server {
+    pub child: std::process::Child,
+    /// The address it printed.
+    pub addr: String,
+}
+
+impl Server {
+    /// `serve STORE --listen 127.0.0.1:0 ARGS...`, once it prints its address.
+    pub fn start(store: &Path, args: &[&str]) -> Server {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
+            .arg("serve")
+            .arg(store)
+            .args(["--listen", "127.0.0.1:0"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("serve printed {line:?}"))
+            .to_string();
+        Server { child, addr }
+    }
+
+    /// SIGTERM, and the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "serve did not stop on SIGTERM"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,97 @@
+//! The oracle stores written by Apache RocketMQ's Java store (`../shared/oracle`) and the Java
+//! answers beside them.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+/// The oracle stores written by Apache RocketMQ's own Java store.
+pub const ORACLES: [&str; 4] = ["basic-4.9", "basic-5.x", "crashed-4.9", "timer-5.x"];
+
+/// `../shared/oracle/<name>`, or `None` (with a message) when it is absent; under `CI` a missing
+/// oracle store fails the test instead of letting it pass with nothing asserted.
+pub fn oracle(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/oracle")
+        .join(name);
+    if p.join("store").is_dir() {
+        Some(p)
+    } else if std::env::var_os("CI").is_some() {
+        panic!(
+            "oracle store {name} is absent under CI (expected at {})",
+            p.display()
+        )
+    } else {
+        eprintln!(
+            "SKIPPED: oracle store {} is absent (expected at {})",
+            name,
+            p.display()
+        );
+        None
+    }
+}
+
+/// A floor for "enough was checked" counts, tuned to the basic stores: the timer store holds
+/// about a quarter of their messages.
+pub fn at_least(name: &str, basic: usize) -> usize {
+    if name == "timer-5.x" {
+        basic / 5
+    } else {
+        basic
+    }
+}
+
+/// An oracle's manifest of puts (`manifest.jsonl`, or gzipped).
+pub fn manifest(dir: &Path) -> PathBuf {
+    let plain = dir.join("manifest.jsonl");
+    if plain.exists() {
+        plain
+    } else {
+        dir.join("manifest.jsonl.gz")
+    }
+}
+
+/// Read a JSON lines file, gzipped when its name ends in `.gz`.
+pub fn json_lines(path: &Path) -> Vec<serde_json::Value> {
+    let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let r: Box<dyn std::io::Read> = if path.extension().is_some_and(|e| e == "gz") {
+        Box::new(flate2::read::GzDecoder::new(f))
+    } else {
+        Box::new(f)
+    };
+    BufReader::new(r)
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect()
+}
+
+/// The Java dump of every record (after Java's recovery for the crashed store).
+pub fn java_messages(dir: &Path) -> Vec<serde_json::Value> {
+    let a = dir.join("messages.jsonl.gz");
+    if a.exists() {
+        json_lines(&a)
+    } else {
+        json_lines(&dir.join("messages-after-java-recovery.jsonl.gz"))
+    }
+}
+
+/// The Java store's answers (after Java's recovery for the crashed store).
+pub fn java_queries(dir: &Path) -> serde_json::Value {
+    let a = dir.join("queries.json");
+    let p = if a.exists() {
+        a
+    } else {
+        dir.join("queries-after-java-recovery.json")
+    };
+    serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
+}
+
+/// A host as Java prints it: `InetAddress.getHostAddress()` + ":" + port (IPv6 uncompressed).
+pub fn java_host(h: &rmqstore::format::commitlog::Host) -> String {
+    match h.ip {
+        std::net::IpAddr::V4(a) => format!("{a}:{}", h.port),
+        std::net::IpAddr::V6(a) => {
+            let s: Vec<String> = a.segments().iter().map(|x| format!("{x:x}")).collect();
+            format!("{}:{}", s.join(":"), h.port)
+        }
+    }
+}
