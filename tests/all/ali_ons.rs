@@ -112,21 +112,8 @@ fn ali_ons_drains_a_topic_with_retries_dlq_and_offsets_kept_across_a_restart() {
     let gen = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
         .arg("gen")
         .arg(&store)
-        .args([
-            "--plain",
-            "--messages",
-            "400",
-            "--commitlog-file-size",
-            "262144",
-        ])
-        .args([
-            "--cq-file-units",
-            "100",
-            "--index-slots",
-            "64",
-            "--index-entries",
-            "256",
-        ])
+        .args(["--plain", "--messages", "400"])
+        .args(common::SMALL_GEOMETRY)
         .output()
         .unwrap();
     assert!(gen.status.success());

@@ -27,11 +27,9 @@ pub fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Arguments of the traced store the trace tests share: the small geometry of the fixtures,
-/// with the clients' message traces.
-pub const TRACED_GEN_ARGS: [&str; 11] = [
-    "--messages",
-    "1200",
+/// The small geometry of the fixtures (`gen` arguments): 256 KiB commitlog files, consume
+/// queue files of 100 units, index files of 64 slots and 256 entries.
+pub const SMALL_GEOMETRY: [&str; 8] = [
     "--commitlog-file-size",
     "262144",
     "--cq-file-units",
@@ -40,15 +38,19 @@ pub const TRACED_GEN_ARGS: [&str; 11] = [
     "64",
     "--index-entries",
     "256",
-    "--traces",
 ];
 
-/// Write the traced store (`gen` with [`TRACED_GEN_ARGS`]) into `dir`.
+/// Arguments of the traced store the trace tests share, beside [`SMALL_GEOMETRY`]: 1,200
+/// operations with the clients' message traces.
+pub const TRACED_GEN_ARGS: [&str; 3] = ["--messages", "1200", "--traces"];
+
+/// Write the traced store (`gen` with [`TRACED_GEN_ARGS`] and [`SMALL_GEOMETRY`]) into `dir`.
 pub fn gen_traced_store(dir: &Path) {
     bin()
         .arg("gen")
         .arg(dir)
         .args(TRACED_GEN_ARGS)
+        .args(SMALL_GEOMETRY)
         .assert()
         .success();
 }
