@@ -12,6 +12,7 @@ use crate::engine::broker::EngineError;
 use crate::engine::filter::sql::SqlFilter;
 use crate::engine::store::dispatch::retry_topic;
 use crate::format::config::files::{PERM_READ, PERM_WRITE};
+use crate::format::layout::check_topic;
 use crate::remoting::body::{
     CheckClientConfigBody, ConsumerListByGroup, HeartbeatData, LockBatchRequestBody,
     LockBatchResponseBody,
@@ -44,6 +45,9 @@ pub fn heartbeat(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand, body: &[u
     };
     let now = Instant::now();
     for data in &hb.consumer_data_set {
+        check_group(&data.group_name)?;
+    }
+    for data in &hb.consumer_data_set {
         let cfg = st.engine.group_config(&data.group_name);
         st.engine.ensure_topic(
             &retry_topic(&data.group_name),
@@ -57,6 +61,17 @@ pub fn heartbeat(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand, body: &[u
         }
     }
     success(req, Vec::new())
+}
+
+/// A group whose `%RETRY%` and `%DLQ%` topics are valid topic names: they become queue folders
+/// of the overlay, so a name that is not is refused before anything is written.
+fn check_group(group: &str) -> Result<(), Refusal> {
+    check_topic(&retry_topic(group)).map_err(|e| {
+        Refusal::new(
+            codes::SYSTEM_ERROR,
+            format!("the consumer group name {group:?} is not allowed: {e}"),
+        )
+    })
 }
 
 /// `UNREGISTER_CLIENT` (35).
@@ -182,6 +197,7 @@ pub fn store_time_at(st: &State, topic: &str, queue_id: i32, offset: i64) -> Opt
 /// reconsume times); clients before 3.4.9 get the group's `retryMaxTimes`.
 pub fn send_back(st: &mut State, req: &RemotingCommand) -> Handled {
     let h: ConsumerSendMsgBackRequestHeader = req.read_header()?;
+    check_group(&h.group)?;
     let max = h
         .max_reconsume_times
         .filter(|_| req.version >= VERSION_V3_4_9);

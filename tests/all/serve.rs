@@ -645,6 +645,30 @@ fn a_suspended_pull_wakes_when_its_retry_falls_due_and_exhausted_messages_reach_
         },
     );
     assert_eq!(r.code, codes::SYSTEM_ERROR);
+    // a group name that cannot be a retry topic's folder is refused before anything is written
+    for bad in ["../escape", "a/b", "x y"] {
+        let hb = HeartbeatData {
+            client_id: "c1".into(),
+            producer_data_set: vec![],
+            consumer_data_set: vec![consumer(bad, &[("PaymentTopic", "*")], "CLUSTERING")],
+        };
+        let (r, _) = c.call(
+            RemotingCommand::request(codes::HEART_BEAT, 0),
+            hb.to_json().as_bytes(),
+        );
+        assert_eq!(r.code, codes::SYSTEM_ERROR, "{bad:?}");
+        let (r, _) = c.call_header(
+            codes::CONSUMER_SEND_MSG_BACK,
+            &ConsumerSendMsgBackRequestHeader {
+                offset: first,
+                group: bad.into(),
+                delay_level: 1,
+                ..Default::default()
+            },
+        );
+        assert_eq!(r.code, codes::SYSTEM_ERROR, "{bad:?}");
+    }
+    assert!(!ov.join("consumequeue/%RETRY%..").exists());
     assert!(s.stop().success());
 }
 
