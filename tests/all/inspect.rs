@@ -598,31 +598,6 @@ fn query_key_equals_java_query_message() {
     }
 }
 
-/// A copy of `basic-4.9` with the consume queue file times the Java answers depend on: 4.9
-/// picks the file by modification time, and copying the oracle lost them. ENGINE.md 4.5 gives
-/// file 0 of TopicA queue 0 as `…054918`; every answer holds with that time for the three
-/// two-file queues.
-fn basic49_with_file_times() -> Option<(tempfile::TempDir, PathBuf)> {
-    let dir = oracle("basic-4.9")?;
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().join("store");
-    copy_tree(&dir.join("store"), &root);
-    let when = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1796073054918);
-    for topic in ["TopicA", "TopicB", "TopicC"] {
-        let f = root
-            .join("consumequeue")
-            .join(topic)
-            .join("0/00000000000000000000");
-        std::fs::File::options()
-            .write(true)
-            .open(&f)
-            .unwrap()
-            .set_modified(when)
-            .unwrap();
-    }
-    Some((t, root))
-}
-
 #[test]
 fn query_by_time_equals_get_offset_in_queue_by_time() {
     let copy = basic49_with_file_times();

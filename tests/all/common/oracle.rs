@@ -95,3 +95,28 @@ pub fn java_host(h: &rmqstore::format::commitlog::Host) -> String {
         }
     }
 }
+
+/// A copy of `basic-4.9` with the consume queue file times the Java answers depend on: 4.9
+/// picks the file by modification time, and copying the oracle lost them. ENGINE.md 4.5 gives
+/// file 0 of TopicA queue 0 as `…054918`; every answer holds with that time for the three
+/// two-file queues.
+pub fn basic49_with_file_times() -> Option<(tempfile::TempDir, PathBuf)> {
+    let dir = oracle("basic-4.9")?;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("store");
+    super::damage::copy_tree(&dir.join("store"), &root);
+    let when = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1796073054918);
+    for topic in ["TopicA", "TopicB", "TopicC"] {
+        let f = root
+            .join("consumequeue")
+            .join(topic)
+            .join("0/00000000000000000000");
+        std::fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
+    }
+    Some((t, root))
+}
