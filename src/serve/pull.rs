@@ -66,7 +66,7 @@ fn build_filter(
 fn check(
     st: &mut State,
     h: &PullMessageRequestHeader,
-    peer: &str,
+    peer: std::net::SocketAddr,
 ) -> Result<Option<MessageFilter>, Refusal> {
     let group = st.engine.group_config(&h.consumer_group);
     if !group.consume_enable {
@@ -167,7 +167,7 @@ pub fn topic_queues(st: &State, topic: &str) -> Option<(i32, i32)> {
 
 pub fn pull(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand) -> Handled {
     let h: PullMessageRequestHeader = req.read_header()?;
-    let filter = check(st, &h, &ctx.peer.to_string())?;
+    let filter = check(st, &h, ctx.peer)?;
     let commit = h.has_commit_offset().then_some(h.commit_offset);
     let r = st.engine.process_pull_with(
         &h.consumer_group,
