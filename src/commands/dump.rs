@@ -26,7 +26,8 @@ use super::line_format::{LineArgs, Style};
 use super::message_printer::{render, MessagePrinter};
 use super::output::{self, format_time, json_line, BodyMode};
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::store::reader::{walk_segment, Reader};
+use crate::engine::store::message_json::RecordFile;
+use crate::engine::store::reader::{walk_map, Reader};
 use crate::engine::store::StorePath;
 use crate::engine::Store;
 use crate::format::checkpoint::Checkpoint;
@@ -281,13 +282,13 @@ fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatu
     })
 }
 
-/// Records of one commitlog file, copied out of the walk's buffer for rendering.
+/// Records of one commitlog file, in place in its map, for rendering.
 struct Batch {
     seq: u64,
     segment: usize,
-    /// `(commitlog offset, bytes range)` of each record.
+    map: Arc<Mapped>,
+    /// `(commitlog offset, bytes range in the map)` of each record.
     records: Vec<(u64, std::ops::Range<usize>)>,
-    bytes: Vec<u8>,
 }
 
 /// A batch rendered: its lines and how many messages they hold.
@@ -307,18 +308,17 @@ struct WalkOutcome {
 const BATCH_BYTES: usize = 1 << 20;
 
 fn render_batch(b: &Batch, segments: &[Segment], style: &Style, body: BodyMode) -> Rendered {
-    let mut lines = Vec::with_capacity(b.bytes.len() + b.bytes.len() / 2);
+    let bytes: usize = b.records.iter().map(|(_, r)| r.len()).sum();
+    let mut lines = Vec::with_capacity(bytes + bytes / 2);
     let mut count = 0;
-    let path = segments
+    let (path, start) = segments
         .get(b.segment)
-        .map(|s| s.path.as_path())
-        .unwrap_or(Path::new(""));
-    for (pos, range) in &b.records {
-        let Some(raw) = b.bytes.get(range.clone()) else {
-            continue;
-        };
-        if let Ok(Record::Message(m)) = parse_record(raw, 0, *pos, false) {
-            if let Err(e) = render(&mut lines, &m, path, style, body) {
+        .map(|s| (s.path.as_path(), s.start))
+        .unwrap_or((Path::new(""), 0));
+    let file = RecordFile::new(path);
+    for (_, range) in &b.records {
+        if let Ok(Record::Message(m)) = parse_record(&b.map, range.start, start, false) {
+            if let Err(e) = render(&mut lines, &m, &file, style, body) {
                 return Rendered {
                     seq: b.seq,
                     lines: Err(e),
@@ -327,6 +327,10 @@ fn render_batch(b: &Batch, segments: &[Segment], style: &Style, body: BodyMode) 
             }
             count += 1;
         }
+    }
+    // the pages rendered are not read again (see `Mapped::release`)
+    if let (Some((_, first)), Some((_, last))) = (b.records.first(), b.records.last()) {
+        b.map.release(first.start, last.end);
     }
     Rendered {
         seq: b.seq,
@@ -363,15 +367,17 @@ fn walk_all(
         }
         let (file_pos, skip_below) = start_in_segment(seg, from);
         out.files += 1;
+        let map = Arc::new(seg.map()?);
         let new_batch = |seq: u64| Batch {
             seq,
             segment: i,
+            map: Arc::clone(&map),
             records: Vec::new(),
-            bytes: Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4),
         };
         let mut batch = new_batch(seq);
+        let mut batch_bytes = 0;
         let mut seen = 0u64;
-        let w = walk_segment(seg, file_pos, true, |m| {
+        let w = walk_map(&map, seg, file_pos, true, false, |m| {
             seen += 1;
             if seen.is_multiple_of(4096) {
                 if stop.load(Ordering::Relaxed) {
@@ -388,11 +394,12 @@ fn walk_all(
                 return ControlFlow::Break(());
             }
             kept += 1;
-            let start = batch.bytes.len();
-            batch.bytes.extend_from_slice(m.raw);
-            batch.records.push((m.position, start..batch.bytes.len()));
-            if batch.bytes.len() >= BATCH_BYTES {
+            let at = (m.position - seg.start) as usize;
+            batch.records.push((m.position, at..at + m.raw.len()));
+            batch_bytes += m.raw.len();
+            if batch_bytes >= BATCH_BYTES {
                 seq += 1;
+                batch_bytes = 0;
                 let full = std::mem::replace(&mut batch, new_batch(seq));
                 if tx.send(full).is_err() {
                     hung_up = true;
@@ -400,7 +407,7 @@ fn walk_all(
                 }
             }
             ControlFlow::Continue(())
-        })?;
+        });
         if !batch.records.is_empty() {
             seq += 1;
             if tx.send(batch).is_err() {

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::line_format::Style;
 use super::output::{self, format_time, BodyMode, MessageJson};
+use crate::engine::store::message_json::{write_json_line, RecordFile};
 use crate::format::commitlog::MessageRef;
 
 /// Prints messages as a table or JSON Lines, then a summary.
@@ -42,7 +43,13 @@ impl<'w> MessagePrinter<'w> {
     /// Print one message found in `file`.
     pub(crate) fn print(&mut self, m: &MessageRef<'_>, file: &Path) -> anyhow::Result<()> {
         self.buf.clear();
-        render(&mut self.buf, m, file, &self.style, self.body)?;
+        render(
+            &mut self.buf,
+            m,
+            &RecordFile::new(file),
+            &self.style,
+            self.body,
+        )?;
         let line = std::mem::take(&mut self.buf);
         let r = self.write_rendered(&line, 1);
         self.buf = line;
@@ -122,7 +129,7 @@ fn table_header() -> String {
 pub(crate) fn render(
     buf: &mut Vec<u8>,
     m: &MessageRef<'_>,
-    file: &Path,
+    file: &RecordFile<'_>,
     style: &Style,
     body: BodyMode,
 ) -> anyhow::Result<()> {
@@ -130,11 +137,10 @@ pub(crate) fn render(
         f.render(buf, m);
         return Ok(());
     }
-    let j = MessageJson::new(m, file, body);
     if matches!(style, Style::Json) {
-        serde_json::to_writer(&mut *buf, &j)?;
-        buf.push(b'\n');
+        write_json_line(buf, m, file, body)?;
     } else {
+        let j = MessageJson::new(m, file.path(), body);
         writeln!(
             buf,
             "{:>12} {:>7} {:<24} {:>5} {:>8} {:<29} {:<10} {:<20} {:<32} {}",

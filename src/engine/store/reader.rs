@@ -181,12 +181,25 @@ pub fn walk_segment(
     seg: &Segment,
     from: u64,
     check_crc: bool,
-    mut f: impl FnMut(&MessageRef<'_>) -> ControlFlow<()>,
+    f: impl FnMut(&MessageRef<'_>) -> ControlFlow<()>,
 ) -> Result<WalkEnd> {
     let map = seg.map()?;
+    Ok(walk_map(&map, seg, from, check_crc, true, f))
+}
+
+/// [`walk_segment`] over a map the caller holds (and may share with threads reading the records
+/// walked); with `release`, the pages walked are released as the walk goes.
+pub fn walk_map(
+    map: &Mapped,
+    seg: &Segment,
+    from: u64,
+    check_crc: bool,
+    release: bool,
+    mut f: impl FnMut(&MessageRef<'_>) -> ControlFlow<()>,
+) -> WalkEnd {
     let from = usize::try_from(from).unwrap_or(usize::MAX).min(map.len());
     let mut it = crate::format::commitlog::RecordIter::starting_at(
-        &map, &seg.path, seg.start, from, check_crc,
+        map, &seg.path, seg.start, from, check_crc,
     );
     let mut out = WalkEnd {
         end: SegmentEnd::Running,
@@ -203,10 +216,10 @@ pub fn walk_segment(
                 out.bytes += m.raw.len() as u64;
                 if f(&m).is_break() {
                     out.stopped = true;
-                    return Ok(out);
+                    return out;
                 }
                 let at = it.valid_pos();
-                if at - released >= WALK_CHUNK {
+                if release && at - released >= WALK_CHUNK {
                     map.release(released, at);
                     released = at;
                 }
@@ -214,11 +227,11 @@ pub fn walk_segment(
             Some(Err(e)) => {
                 out.end = it.end().clone();
                 out.error = Some(e);
-                return Ok(out);
+                return out;
             }
             None => {
                 out.end = it.end().clone();
-                return Ok(out);
+                return out;
             }
         }
     }

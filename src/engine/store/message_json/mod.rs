@@ -3,6 +3,10 @@
 
 use serde::Serialize;
 
+mod direct;
+mod escape;
+pub use direct::{write_json_line, RecordFile};
+
 /// How a body is printed (`--body`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 #[serde(rename_all = "lowercase")]
