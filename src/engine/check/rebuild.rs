@@ -16,18 +16,20 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
 use serde::Serialize;
 
 use crate::engine::check::recovery::{self, RecordPlace, StopReason, WalkOptions};
 use crate::engine::store::dispatch::dispatch;
-use crate::engine::store::index_builder::{IndexBuilder, IndexNaming};
+use crate::engine::store::index_builder::{index_keys, index_record, IndexBuilder, IndexNaming};
 use crate::engine::store::{paths, Store};
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::MessageRef;
 use crate::format::consumequeue::write::QueueWriter;
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::geometry::Geometry;
+use crate::format::indexfile::write::HashedRecord;
 
 /// What to rebuild.
 #[derive(Debug, Clone)]
@@ -241,20 +243,69 @@ fn records_from(segs: &[crate::format::commitlog::Segment], from: usize) -> Resu
 /// Above this many bytes of units waiting in all queue writers, every writer flushes.
 const MAX_PENDING_UNITS: usize = 64 << 20;
 
+/// Records handed to the index thread, their keys hashed.
+#[derive(Default)]
+struct IndexBatch {
+    records: Vec<(HashedRecord, std::ops::Range<usize>)>,
+    /// The key hashes of every record, `records[i].1` being the range of record `i`'s.
+    hashes: Vec<i32>,
+}
+
+/// Records per [`IndexBatch`].
+const INDEX_BATCH: usize = 4096;
+
+/// Fills [`IndexBatch`]es from the walk and sends each one full: this thread reads the keys of
+/// the record it has parsed anyway, the index thread only puts their hashes.
+struct IndexFeed<'o> {
+    tx: mpsc::SyncSender<IndexBatch>,
+    batch: IndexBatch,
+    opts: &'o RebuildOptions,
+}
+
+impl IndexFeed<'_> {
+    fn push(&mut self, m: &MessageRef<'_>) {
+        if !wanted(self.opts, &m.topic) {
+            return;
+        }
+        let (uniq, keys) = index_keys(m);
+        let rec = index_record(m, uniq.as_deref(), keys.as_deref());
+        let from = self.batch.hashes.len();
+        rec.key_hashes(&mut self.batch.hashes);
+        let to = self.batch.hashes.len();
+        self.batch.records.push((rec.hashed(), from..to));
+        if self.batch.records.len() >= INDEX_BATCH {
+            self.send();
+        }
+    }
+
+    fn send(&mut self) {
+        let b = std::mem::take(&mut self.batch);
+        if !b.records.is_empty() {
+            // a closed channel means the index thread failed; it reports why
+            let _ = self.tx.send(b);
+        }
+    }
+}
+
 /// Dispatch the kept records into consume queues: written under `out_root`, or with `out_root`
-/// `None` only counted (the queues' bounds, for a plan).
+/// `None` only counted (the queues' bounds, for a plan). With `index`, every kept record is also
+/// handed to the index thread.
 fn build_queues(
     src: &Source<'_>,
     opts: &RebuildOptions,
     out_root: Option<&Path>,
     done: &AtomicU64,
     progress: &(dyn Fn(u64) + Sync),
+    mut index: Option<IndexFeed<'_>>,
 ) -> Result<(RebuildSummary, KeptEnd)> {
     let mut s = RebuildSummary::default();
     let mut writers: HashMap<(String, i32), QueueWriter> = HashMap::new();
     let cq_file_size = opts.geometry.cq_file_size();
     let mut pending = 0usize;
     let end = walk_kept(src, done, progress, |m| {
+        if let Some(feed) = &mut index {
+            feed.push(m);
+        }
         s.records += 1;
         s.bytes += m.raw.len() as u64;
         s.last_store_timestamp = m.store_timestamp;
@@ -299,6 +350,10 @@ fn build_queues(
         }
         Ok(())
     })?;
+    if let Some(feed) = &mut index {
+        feed.send();
+    }
+    drop(index);
     s.queues = writers.len();
     for (k, w) in writers.iter_mut() {
         w.finish()?;
@@ -314,20 +369,35 @@ fn build_queues(
     Ok((s, end))
 }
 
-/// Index the kept records into `out_root/index/`: (files written, indexMsgTimestamp).
-fn build_index(src: &Source<'_>, opts: &RebuildOptions, out_root: &Path) -> Result<(usize, i64)> {
+/// Index the records the walk hands on into `out_root/index/`: (files written,
+/// indexMsgTimestamp).
+fn build_index(
+    rx: mpsc::Receiver<IndexBatch>,
+    opts: &RebuildOptions,
+    out_root: &Path,
+) -> Result<(usize, i64)> {
     let mut ix = IndexBuilder::new(
         out_root.join(paths::INDEX),
         &opts.geometry,
         opts.index_naming,
     )?;
-    let done = AtomicU64::new(0);
-    walk_kept(src, &done, &|_| {}, |m| {
-        if wanted(opts, &m.topic) {
-            ix.add(m)?;
+    // slots are read in random order: each key's slot is asked for this many keys ahead
+    const AHEAD: usize = 8;
+    for b in rx {
+        for &h in b.hashes.iter().take(AHEAD) {
+            ix.prefetch(h);
         }
-        Ok(())
-    })?;
+        for (rec, keys) in &b.records {
+            for &h in b
+                .hashes
+                .get(keys.start + AHEAD..keys.end + AHEAD)
+                .unwrap_or(&[])
+            {
+                ix.prefetch(h);
+            }
+            ix.add_hashed(rec, b.hashes.get(keys.clone()).unwrap_or(&[]))?;
+        }
+    }
     let full_end = ix.finish()?;
     let dir = out_root.join(paths::INDEX);
     Ok((
@@ -368,11 +438,23 @@ pub fn rebuild_from(
     }
     std::fs::create_dir_all(out_root).map_err(|e| Error::io(out_root, e))?;
     let done = AtomicU64::new(0);
+    // one walk: this thread checks each record and writes the queues, a second one indexes
     let (queues, index) = std::thread::scope(|s| {
-        let index = opts
-            .index
-            .then(|| s.spawn(|| build_index(src, opts, out_root)));
-        let queues = build_queues(src, opts, Some(out_root), &done, progress);
+        let (feed, index) = if opts.index {
+            let (tx, rx) = mpsc::sync_channel(16);
+            let feed = IndexFeed {
+                tx,
+                batch: IndexBatch::default(),
+                opts,
+            };
+            (
+                Some(feed),
+                Some(s.spawn(move || build_index(rx, opts, out_root))),
+            )
+        } else {
+            (None, None)
+        };
+        let queues = build_queues(src, opts, Some(out_root), &done, progress, feed);
         let index = match index {
             Some(h) => h
                 .join()
@@ -396,7 +478,7 @@ pub fn rebuild_from(
 /// unit counts, where the walk ends. Memory holds one small counter per queue.
 pub fn plan_queues(src: &Source<'_>, opts: &RebuildOptions) -> Result<RebuildSummary> {
     let done = AtomicU64::new(0);
-    let (mut summary, end) = build_queues(src, opts, None, &done, &|_| {})?;
+    let (mut summary, end) = build_queues(src, opts, None, &done, &|_| {}, None)?;
     summary.end_offset = end.end_offset;
     summary.stopped_early = end.stopped_early;
     summary.records_after_stop = end.records_after_stop;

@@ -1,6 +1,7 @@
 //! Index files for a store as a whole: building them while records are dispatched, and
 //! inferring the slot and entry counts from existing files.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::format::commitlog::{prop, MessageRef};
@@ -8,7 +9,8 @@ use crate::format::error::{Error, Result};
 use crate::format::geometry::Geometry;
 use crate::format::indexfile::infer::{infer_geometry, InferResult};
 use crate::format::indexfile::write::{
-    name_by_store_time, AddOutcome, IndexRecord, Indexer, NamedIndexFile, NewFileContext,
+    name_by_store_time, AddOutcome, HashedRecord, IndexRecord, Indexer, NamedIndexFile,
+    NewFileContext,
 };
 use crate::format::indexfile::{format_file_name_in, parse_file_name_in, IndexGeometry};
 use crate::format::mapped::Mapped;
@@ -71,22 +73,31 @@ impl IndexBuilder {
 
     /// Index one record (UNIQ_KEY, then KEYS; ROLLBACK and already-indexed records skipped).
     pub fn add(&mut self, m: &MessageRef<'_>) -> Result<AddOutcome> {
-        let uniq = m.property(prop::UNIQ_KEY);
-        let keys = m.property(prop::KEYS);
-        let rec = IndexRecord {
-            topic: &m.topic,
-            uniq_key: uniq.as_deref(),
-            keys: keys.as_deref(),
-            phy_offset: m.physical_offset,
-            store_timestamp: m.store_timestamp,
-            is_rollback: IndexRecord::is_rollback_sys_flag(m.sys_flag),
-        };
-        self.add_record(&rec)
+        let (uniq, keys) = index_keys(m);
+        self.add_record(&index_record(m, uniq.as_deref(), keys.as_deref()))
     }
 
     /// Index what the indexer needs of one record.
     pub fn add_record(&mut self, rec: &IndexRecord<'_>) -> Result<AddOutcome> {
         let outcome = self.indexer.add(rec);
+        self.write_out()?;
+        Ok(outcome)
+    }
+
+    /// Index a record whose keys are hashed already ([`IndexRecord::key_hashes`]).
+    pub fn add_hashed(&mut self, rec: &HashedRecord, hashes: &[i32]) -> Result<AddOutcome> {
+        let outcome = self.indexer.add_hashed(rec, hashes);
+        self.write_out()?;
+        Ok(outcome)
+    }
+
+    /// See [`Indexer::prefetch`].
+    pub fn prefetch(&self, hash: i32) {
+        self.indexer.prefetch(hash);
+    }
+
+    /// Write the files that are full, and the current file's entries once there are enough.
+    fn write_out(&mut self) -> Result<()> {
         for f in self.indexer.take_finished() {
             self.last_full_end = f.file.header().end_timestamp;
             self.write(&f)?;
@@ -97,7 +108,7 @@ impl IndexBuilder {
                 cur.file.drain_to(&self.dir.join(&cur.name))?;
             }
         }
-        Ok(outcome)
+        Ok(())
     }
 
     fn write(&self, f: &NamedIndexFile) -> Result<()> {
@@ -123,6 +134,39 @@ impl IndexBuilder {
             self.write(f)?;
         }
         Ok(self.last_full_end)
+    }
+}
+
+/// The UNIQ_KEY and KEYS values of a record, found in one pass over its properties (a repeated
+/// name keeps its last value, as the broker's map does).
+pub fn index_keys<'a>(m: &MessageRef<'a>) -> (Option<Cow<'a, str>>, Option<Cow<'a, str>>) {
+    let (mut uniq, mut keys) = (None, None);
+    for (name, value) in m.properties.iter_raw() {
+        if name == prop::UNIQ_KEY.as_bytes() {
+            uniq = Some(value);
+        } else if name == prop::KEYS.as_bytes() {
+            keys = Some(value);
+        }
+    }
+    (
+        uniq.map(String::from_utf8_lossy),
+        keys.map(String::from_utf8_lossy),
+    )
+}
+
+/// What the indexer needs of `m`, given its [`index_keys`].
+pub fn index_record<'a>(
+    m: &'a MessageRef<'_>,
+    uniq_key: Option<&'a str>,
+    keys: Option<&'a str>,
+) -> IndexRecord<'a> {
+    IndexRecord {
+        topic: &m.topic,
+        uniq_key,
+        keys,
+        phy_offset: m.physical_offset,
+        store_timestamp: m.store_timestamp,
+        is_rollback: IndexRecord::is_rollback_sys_flag(m.sys_flag),
     }
 }
 

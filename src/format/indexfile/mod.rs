@@ -278,12 +278,12 @@ pub fn build_key(topic: &str, key: &str) -> String {
 /// `IndexFile.indexKeyHashMethod` on a built key: Java `hashCode`, then `Math.abs`, where
 /// `abs(Integer.MIN_VALUE)` (still negative in Java) becomes 0. Always `>= 0`.
 pub fn index_key_hash(built_key: &str) -> i32 {
-    let h = string_hash(built_key).wrapping_abs();
-    if h < 0 {
-        0
-    } else {
-        h
-    }
+    abs_hash(string_hash(built_key))
+}
+
+/// `Math.abs` as the index takes it: `abs(Integer.MIN_VALUE)` (still negative in Java) is 0.
+pub fn abs_hash(h: i32) -> i32 {
+    h.wrapping_abs().max(0)
 }
 
 /// The entry hash of `key` under `topic` (FORMAT.md 7.2).

@@ -1196,3 +1196,36 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn key_hashes_continue_the_topic_hash_as_hashing_the_built_key_does() {
+    use super::write::IndexRecord;
+    for (topic, uniq, keys) in [
+        (
+            "TopicA",
+            Some("0A01001532055FFD2B27958940020000"),
+            Some("k1 k2"),
+        ),
+        ("订单", Some("上海"), Some("  a  😀 b ")),
+        ("%RETRY%G", None, Some("")),
+        ("T", Some(""), None),
+        ("😀", Some("x"), Some("Zürich")),
+    ] {
+        let rec = IndexRecord {
+            topic,
+            uniq_key: uniq,
+            keys,
+            phy_offset: 0,
+            store_timestamp: 0,
+            is_rollback: false,
+        };
+        let mut got = Vec::new();
+        rec.key_hashes(&mut got);
+        let want: Vec<i32> = uniq
+            .into_iter()
+            .chain(keys.unwrap_or("").split(' ').filter(|k| !k.is_empty()))
+            .map(|k| super::key_hash(topic, k))
+            .collect();
+        assert_eq!(got, want, "{topic} {uniq:?} {keys:?}");
+    }
+}

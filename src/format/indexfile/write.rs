@@ -12,11 +12,12 @@ use std::path::Path;
 
 use super::read::IndexFile;
 use super::{
-    build_key, format_file_name, index_key_hash, parse_file_name, slot_of, IndexEntry,
-    IndexGeometry, IndexHeader, INDEX_SIZE, INVALID_INDEX, KEY_SEPARATOR,
+    abs_hash, format_file_name, index_key_hash, parse_file_name, slot_of, IndexEntry,
+    IndexGeometry, IndexHeader, INDEX_SIZE, INVALID_INDEX, KEY_SEPARATOR, TOPIC_KEY_SEPARATOR,
     TRANSACTION_ROLLBACK_TYPE, TRANSACTION_TYPE_MASK,
 };
 use crate::format::error::{Error, ErrorKind};
+use crate::format::java::{string_hash, string_hash_extend};
 
 /// One index file being written, kept in memory: header, slot table, entries `1..`.
 #[derive(Debug, Clone)]
@@ -150,11 +151,20 @@ impl IndexFileBuilder {
     /// `IndexFile.putKey(key, phyOffset, storeTimestamp)` for a built key (`topic#key`).
     /// Returns false, changing nothing, when the file is full.
     pub fn put_key(&mut self, built_key: &str, phy_offset: i64, store_timestamp: i64) -> bool {
+        self.put_hash(index_key_hash(built_key), phy_offset, store_timestamp)
+    }
+
+    /// See [`Indexer::prefetch`].
+    pub fn prefetch_slot(&self, hash: i32) {
+        crate::format::mapped::prefetch(&self.slots, slot_of(hash, self.geometry.slots) as usize);
+    }
+
+    /// [`IndexFileBuilder::put_key`] for a key whose [`index_key_hash`] is `hash`.
+    pub fn put_hash(&mut self, hash: i32, phy_offset: i64, store_timestamp: i64) -> bool {
         if self.is_full() {
             return false;
         }
         let count = self.count();
-        let hash = index_key_hash(built_key);
         let slot = slot_of(hash, self.geometry.slots) as usize;
         let Some(slot_ref) = self.slots.get_mut(slot) else {
             return false;
@@ -331,6 +341,41 @@ impl IndexRecord<'_> {
     pub fn is_rollback_sys_flag(sys_flag: i32) -> bool {
         sys_flag & TRANSACTION_TYPE_MASK == TRANSACTION_ROLLBACK_TYPE
     }
+
+    /// Append the [`index_key_hash`] of each key this record is indexed under, in order:
+    /// `topic#UNIQ_KEY`, then `topic#k` for each non-empty KEYS element. Each is the hash of
+    /// `topic#` continued over the key (Java's hash is a running sum), no key string built.
+    pub fn key_hashes(&self, out: &mut Vec<i32>) {
+        let prefix = string_hash(self.topic)
+            .wrapping_mul(31)
+            .wrapping_add(TOPIC_KEY_SEPARATOR as i32);
+        let hash_of = |key: &str| abs_hash(string_hash_extend(prefix, key));
+        out.extend(self.uniq_key.map(hash_of));
+        if let Some(keys) = self.keys {
+            out.extend(
+                keys.split(KEY_SEPARATOR)
+                    .filter(|k| !k.is_empty())
+                    .map(hash_of),
+            );
+        }
+    }
+
+    /// What the indexer needs besides the key hashes.
+    pub fn hashed(&self) -> HashedRecord {
+        HashedRecord {
+            phy_offset: self.phy_offset,
+            store_timestamp: self.store_timestamp,
+            is_rollback: self.is_rollback,
+        }
+    }
+}
+
+/// A record for [`Indexer::add_hashed`]: its keys are given as hashes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HashedRecord {
+    pub phy_offset: i64,
+    pub store_timestamp: i64,
+    pub is_rollback: bool,
 }
 
 /// What [`Indexer::add`] did with a record.
@@ -450,7 +495,7 @@ where
     /// `getAndCreateLastIndexFile`: the current file, or a new one when there is none or it is
     /// full (the full one moves to the finished list). `None` only if a new file cannot be made,
     /// which the geometry check in [`Indexer::new`] rules out.
-    fn current_or_new(&mut self, rec: &IndexRecord<'_>) -> Option<&mut NamedIndexFile> {
+    fn current_or_new(&mut self, rec: &HashedRecord) -> Option<&mut NamedIndexFile> {
         let need_new = self.current.as_ref().is_none_or(|c| c.file.is_full());
         if need_new {
             let (prev_phy, prev_ts) = self.current.as_ref().map_or((0, 0), |p| {
@@ -475,14 +520,11 @@ where
     }
 
     /// `IndexService.putKey`: put, and on a full file roll to a new one and put there.
-    fn put(&mut self, rec: &IndexRecord<'_>, built_key: &str) -> bool {
+    fn put(&mut self, rec: &HashedRecord, hash: i32) -> bool {
         for _ in 0..2 {
             match self.current_or_new(rec) {
                 Some(cur) => {
-                    if cur
-                        .file
-                        .put_key(built_key, rec.phy_offset, rec.store_timestamp)
-                    {
+                    if cur.file.put_hash(hash, rec.phy_offset, rec.store_timestamp) {
                         return true;
                     }
                 }
@@ -496,6 +538,13 @@ where
     /// it when its offset is below the current file's endPhyOffset or it is a ROLLBACK, then put
     /// `topic#UNIQ_KEY` and `topic#k` for each non-empty space-separated KEYS element, in order.
     pub fn add(&mut self, rec: &IndexRecord<'_>) -> AddOutcome {
+        let mut hashes = Vec::with_capacity(4);
+        rec.key_hashes(&mut hashes);
+        self.add_hashed(&rec.hashed(), &hashes)
+    }
+
+    /// [`Indexer::add`] for a record whose keys are hashed already ([`IndexRecord::key_hashes`]).
+    pub fn add_hashed(&mut self, rec: &HashedRecord, hashes: &[i32]) -> AddOutcome {
         let end_phy_offset = match self.current_or_new(rec) {
             Some(cur) => cur.file.header().end_phy_offset,
             None => i64::MAX,
@@ -507,22 +556,23 @@ where
             return AddOutcome::SkippedRollback;
         }
         let mut n = 0;
-        if let Some(u) = rec.uniq_key {
-            if self.put(rec, &build_key(rec.topic, u)) {
+        for &hash in hashes {
+            if self.put(rec, hash) {
                 n += 1;
-            }
-        }
-        if let Some(keys) = rec.keys {
-            for k in keys.split(KEY_SEPARATOR).filter(|k| !k.is_empty()) {
-                if self.put(rec, &build_key(rec.topic, k)) {
-                    n += 1;
-                }
             }
         }
         if n == 0 {
             AddOutcome::SkippedNoKeys
         } else {
             AddOutcome::Indexed(n)
+        }
+    }
+
+    /// Ask for the slot `hash` goes to in the current file to be in the cache by the time it is
+    /// put (slots are read in random order: a miss each, without this).
+    pub fn prefetch(&self, hash: i32) {
+        if let Some(cur) = &self.current {
+            cur.file.prefetch_slot(hash);
         }
     }
 }
