@@ -7,9 +7,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::engine::broker::rebalance::MessageQueue;
-use crate::format::config::fastjson::write_string;
+use crate::format::config::fastjson::{parse_node, write_string, JsonKey, JsonValue, NodeKind};
 use crate::format::config::{persist, with_suffix, ConsumerOffsets};
-use crate::format::error::{Error, Result};
+use crate::format::error::{Error, ErrorKind, ParseError, Result};
 
 /// `ConsumerOffsetManager.queryOffset`: the committed next offset, or -1 when the group, topic
 /// or queue is unknown.
@@ -113,56 +113,100 @@ impl OffsetFile {
         }
     }
 
-    /// Parse the fastjson text, whose map keys are JSON objects.
-    pub fn from_bytes(text: &[u8]) -> std::result::Result<Self, String> {
-        let text = std::str::from_utf8(text).map_err(|e| e.to_string())?;
-        let v = LooseJson::parse(text)?;
-        let mut out = OffsetFile::default();
-        // where each queue is in `out.table` (a later duplicate key replaces the value, as a map)
-        let mut at: HashMap<MessageQueue, usize> = HashMap::new();
-        let LooseJson::Object(root) = v else {
-            return Err("offsets.json: expected an object".into());
+    /// Parse the fastjson text, whose map keys are `MessageQueue` beans. Errors give the byte
+    /// offset of what is wrong and what was expected there.
+    pub fn from_bytes(text: &[u8]) -> std::result::Result<Self, ParseError> {
+        let expected = |offset: u64, what: &'static str, expected: &str, found: &str| {
+            ParseError::new(
+                offset,
+                ErrorKind::Unexpected {
+                    what,
+                    expected: expected.to_string(),
+                    found: found.to_string(),
+                },
+            )
         };
-        let Some((_, table)) = root
+        let root = parse_node(text)?;
+        let mut out = OffsetFile::default();
+        let NodeKind::Object(root_entries) = root.kind else {
+            return Err(expected(
+                root.offset,
+                "offsets.json",
+                "an object",
+                root.type_name(),
+            ));
+        };
+        let Some(table) = root_entries
             .into_iter()
-            .find(|(k, _)| matches!(k, LooseJson::String(s) if s == "offsetTable"))
+            .find(|e| matches!(&e.key, JsonKey::Str(s) if s == "offsetTable"))
         else {
             return Ok(out);
         };
-        let entries = match table {
-            LooseJson::Object(e) => e,
-            LooseJson::Null => return Ok(out),
-            _ => return Err("offsetTable: expected an object".into()),
+        let entries = match table.value.kind {
+            NodeKind::Object(e) => e,
+            NodeKind::Null => return Ok(out),
+            _ => {
+                return Err(expected(
+                    table.value.offset,
+                    "offsetTable",
+                    "an object",
+                    table.value.type_name(),
+                ))
+            }
         };
-        for (k, v) in entries {
-            let LooseJson::Object(fields) = k else {
-                return Err("offsetTable key: expected a MessageQueue object".into());
+        // where each queue is in `out.table` (a later duplicate key replaces the value, as a map)
+        let mut at: HashMap<MessageQueue, usize> = HashMap::new();
+        for e in entries {
+            let JsonKey::Bean(fields) = &e.key else {
+                return Err(expected(
+                    e.key_offset,
+                    "offsetTable key",
+                    "a MessageQueue object",
+                    &e.key.name(),
+                ));
             };
             let field = |name: &str| {
-                fields.iter().find_map(|(fk, fv)| match fk {
-                    LooseJson::String(s) if s == name => Some(fv),
+                fields.iter().find_map(|(k, v)| match k {
+                    JsonKey::Str(s) if s == name => Some(v),
                     _ => None,
                 })
             };
-            let topic = match field("topic") {
-                Some(LooseJson::String(s)) => s.clone(),
-                _ => return Err("MessageQueue.topic: expected a string".into()),
+            let text_field = |name: &'static str| match field(name) {
+                Some(JsonValue::String(s)) => Ok(s.clone()),
+                other => Err(expected(
+                    e.key_offset,
+                    name,
+                    "a string in the MessageQueue key",
+                    other.map_or("nothing", JsonValue::type_name),
+                )),
             };
-            let broker_name = match field("brokerName") {
-                Some(LooseJson::String(s)) => s.clone(),
-                _ => return Err("MessageQueue.brokerName: expected a string".into()),
-            };
+            let topic = text_field("topic")?;
+            let broker_name = text_field("brokerName")?;
             let queue_id = match field("queueId") {
-                Some(LooseJson::Number(n)) => n
+                Some(JsonValue::Number(n)) => n
                     .parse::<i32>()
-                    .map_err(|_| format!("MessageQueue.queueId: bad number {n}"))?,
-                _ => return Err("MessageQueue.queueId: expected a number".into()),
+                    .map_err(|_| expected(e.key_offset, "queueId", "a Java int", n))?,
+                other => {
+                    return Err(expected(
+                        e.key_offset,
+                        "queueId",
+                        "a number in the MessageQueue key",
+                        other.map_or("nothing", JsonValue::type_name),
+                    ))
+                }
             };
-            let offset = match v {
-                LooseJson::Number(n) => n
+            let offset = match &e.value.kind {
+                NodeKind::Number(n) => n
                     .parse::<i64>()
-                    .map_err(|_| format!("offset: bad number {n}"))?,
-                _ => return Err("offset: expected a number".into()),
+                    .map_err(|_| expected(e.value.offset, "offset", "a Java long", n))?,
+                _ => {
+                    return Err(expected(
+                        e.value.offset,
+                        "offset",
+                        "a number",
+                        e.value.type_name(),
+                    ))
+                }
             };
             let mq = MessageQueue::new(topic, broker_name, queue_id);
             match at.get(&mq) {
@@ -390,168 +434,6 @@ impl LocalOffsetStore {
     }
 }
 
-/// A JSON value whose object keys may be any value (fastjson writes bean keys as objects).
-#[derive(Debug, Clone, PartialEq)]
-enum LooseJson {
-    Null,
-    Bool(bool),
-    Number(String),
-    String(String),
-    Array(Vec<LooseJson>),
-    Object(Vec<(LooseJson, LooseJson)>),
-}
-
-const MAX_NESTING: usize = 64;
-
-impl LooseJson {
-    fn parse(text: &str) -> std::result::Result<Self, String> {
-        let b = text.strip_prefix('\u{feff}').unwrap_or(text).as_bytes();
-        let mut p = 0;
-        let v = Self::value(b, &mut p, 0)?;
-        skip_ws(b, &mut p);
-        if p != b.len() {
-            return Err(format!("trailing characters at byte {p}"));
-        }
-        Ok(v)
-    }
-
-    fn value(b: &[u8], p: &mut usize, depth: usize) -> std::result::Result<Self, String> {
-        if depth > MAX_NESTING {
-            return Err("nesting too deep".into());
-        }
-        skip_ws(b, p);
-        let at = *p;
-        match b.get(*p) {
-            Some(b'{') => {
-                *p += 1;
-                let mut entries = Vec::new();
-                skip_ws(b, p);
-                if b.get(*p) == Some(&b'}') {
-                    *p += 1;
-                    return Ok(LooseJson::Object(entries));
-                }
-                loop {
-                    let k = Self::value(b, p, depth + 1)?;
-                    skip_ws(b, p);
-                    if b.get(*p) != Some(&b':') {
-                        return Err(format!("expected ':' at byte {}", *p));
-                    }
-                    *p += 1;
-                    let v = Self::value(b, p, depth + 1)?;
-                    entries.push((k, v));
-                    skip_ws(b, p);
-                    match b.get(*p) {
-                        Some(b',') => *p += 1,
-                        Some(b'}') => {
-                            *p += 1;
-                            return Ok(LooseJson::Object(entries));
-                        }
-                        _ => return Err(format!("expected ',' or '}}' at byte {}", *p)),
-                    }
-                }
-            }
-            Some(b'[') => {
-                *p += 1;
-                let mut items = Vec::new();
-                skip_ws(b, p);
-                if b.get(*p) == Some(&b']') {
-                    *p += 1;
-                    return Ok(LooseJson::Array(items));
-                }
-                loop {
-                    items.push(Self::value(b, p, depth + 1)?);
-                    skip_ws(b, p);
-                    match b.get(*p) {
-                        Some(b',') => *p += 1,
-                        Some(b']') => {
-                            *p += 1;
-                            return Ok(LooseJson::Array(items));
-                        }
-                        _ => return Err(format!("expected ',' or ']' at byte {}", *p)),
-                    }
-                }
-            }
-            Some(b'"') => Ok(LooseJson::String(json_string(b, p)?)),
-            Some(b't') if b[at..].starts_with(b"true") => {
-                *p += 4;
-                Ok(LooseJson::Bool(true))
-            }
-            Some(b'f') if b[at..].starts_with(b"false") => {
-                *p += 5;
-                Ok(LooseJson::Bool(false))
-            }
-            Some(b'n') if b[at..].starts_with(b"null") => {
-                *p += 4;
-                Ok(LooseJson::Null)
-            }
-            Some(c) if c.is_ascii_digit() || *c == b'-' => {
-                let n = b[at..]
-                    .iter()
-                    .take_while(|c| {
-                        c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.' | b'e' | b'E')
-                    })
-                    .count();
-                *p += n;
-                Ok(LooseJson::Number(
-                    String::from_utf8_lossy(&b[at..at + n]).into_owned(),
-                ))
-            }
-            _ => Err(format!("unexpected input at byte {at}")),
-        }
-    }
-}
-
-fn skip_ws(b: &[u8], p: &mut usize) {
-    while matches!(b.get(*p), Some(b' ' | b'\t' | b'\r' | b'\n')) {
-        *p += 1;
-    }
-}
-
-fn json_string(b: &[u8], p: &mut usize) -> std::result::Result<String, String> {
-    let start = *p;
-    *p += 1;
-    let mut out = Vec::new();
-    loop {
-        match b.get(*p) {
-            None => return Err(format!("unterminated string at byte {start}")),
-            Some(b'"') => {
-                *p += 1;
-                return String::from_utf8(out).map_err(|e| e.to_string());
-            }
-            Some(b'\\') => {
-                let esc = b.get(*p + 1).copied();
-                *p += 2;
-                match esc {
-                    Some(b'"') => out.push(b'"'),
-                    Some(b'\\') => out.push(b'\\'),
-                    Some(b'/') => out.push(b'/'),
-                    Some(b'b') => out.push(8),
-                    Some(b'f') => out.push(12),
-                    Some(b'n') => out.push(b'\n'),
-                    Some(b'r') => out.push(b'\r'),
-                    Some(b't') => out.push(b'\t'),
-                    Some(b'u') => {
-                        let hex = b
-                            .get(*p..*p + 4)
-                            .and_then(|h| std::str::from_utf8(h).ok())
-                            .and_then(|h| u32::from_str_radix(h, 16).ok())
-                            .ok_or_else(|| format!("bad \\u escape at byte {}", *p))?;
-                        *p += 4;
-                        let c = char::from_u32(hex).unwrap_or('\u{fffd}');
-                        let mut buf = [0u8; 4];
-                        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-                    }
-                    _ => return Err(format!("bad escape at byte {}", *p - 1)),
-                }
-            }
-            Some(&c) => {
-                out.push(c);
-                *p += 1;
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,8 +458,16 @@ mod tests {
             OffsetFile::default().to_pretty(),
             "{\n\t\"offsetTable\":{}\n}"
         );
-        assert!(OffsetFile::from_bytes(b"{\"offsetTable\":{{\"topic\":1}:2}}").is_err());
-        assert!(OffsetFile::from_bytes(b"{").is_err());
+        let e = OffsetFile::from_bytes(b"{\"offsetTable\":{{\"topic\":1}:2}}").unwrap_err();
+        assert_eq!(e.offset, 16, "{e}");
+        assert!(e.to_string().contains("expected a string"), "{e}");
+        let e = OffsetFile::from_bytes(
+            b"{\"offsetTable\":{{\"brokerName\":\"b\",\"queueId\":0,\"topic\":\"t\"}:\"x\"}}",
+        )
+        .unwrap_err();
+        assert_eq!(e.offset, 59, "{e}");
+        assert_eq!(OffsetFile::from_bytes(b"{").unwrap_err().offset, 1);
+        assert!(OffsetFile::from_bytes(b"{\"offsetTable\":{\"k\":1}}").is_err());
     }
 
     #[test]

@@ -21,7 +21,7 @@ use crate::format::error::{ErrorKind, ParseError};
 pub const MAX_DEPTH: usize = 256;
 
 /// A JSON value as fastjson writes it. Objects keep their entries in file order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum JsonValue {
     Null,
     Bool(bool),
@@ -32,11 +32,14 @@ pub enum JsonValue {
     Object(Vec<(JsonKey, JsonValue)>),
 }
 
-/// An object key: quoted keys are `Str`, bare integer keys (fastjson's `Map<Integer, _>`) are `Int`.
+/// An object key: quoted keys are `Str`, bare integer keys (fastjson's `Map<Integer, _>`) are
+/// `Int`, objects (a `Map` keyed by a bean, as the client's `offsets.json` by `MessageQueue`) are
+/// `Bean`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum JsonKey {
     Int(i64),
     Str(String),
+    Bean(Vec<(JsonKey, JsonValue)>),
 }
 
 impl JsonKey {
@@ -45,6 +48,9 @@ impl JsonKey {
         match self {
             JsonKey::Int(n) => std::borrow::Cow::Owned(n.to_string()),
             JsonKey::Str(s) => std::borrow::Cow::Borrowed(s),
+            JsonKey::Bean(fields) => {
+                std::borrow::Cow::Owned(to_fastjson_compact(&JsonValue::Object(fields.clone())))
+            }
         }
     }
 }
@@ -530,6 +536,14 @@ fn object(i: &[u8], total: usize, depth: usize) -> PResult<'_, Vec<NodeEntry>> {
                 let (rest, n) = int_key(i)?;
                 (rest, JsonKey::Int(n))
             }
+            Some(b'{') => {
+                let (rest, fields) = object(i, total, depth + 1)?;
+                let fields = fields
+                    .into_iter()
+                    .map(|e| (e.key, e.value.into_value()))
+                    .collect();
+                (rest, JsonKey::Bean(fields))
+            }
             _ if entries.is_empty() => return fail(i, "'\"', an integer key or '}'"),
             _ => return fail(i, "'\"' or an integer key"),
         };
@@ -628,6 +642,9 @@ fn write_value(out: &mut String, v: &JsonValue, level: usize, pretty: bool) {
                         write_string(out, s);
                     }
                     JsonKey::Int(k) => out.push_str(&k.to_string()),
+                    JsonKey::Bean(fields) => {
+                        write_value(out, &JsonValue::Object(fields.clone()), level + 1, pretty)
+                    }
                 }
                 out.push(':');
                 write_value(out, value, level + 1, pretty);

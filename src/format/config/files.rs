@@ -123,6 +123,7 @@ fn int_key(entry: &NodeEntry, what: &'static str) -> Result<i32, ParseError> {
     let parsed = match &entry.key {
         JsonKey::Int(n) => i32::try_from(*n).ok(),
         JsonKey::Str(s) => parse_int(s),
+        JsonKey::Bean(_) => None,
     };
     parsed.ok_or_else(|| {
         ParseError::new(

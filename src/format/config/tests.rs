@@ -687,3 +687,18 @@ proptest! {
         let _ = SubscriptionGroups::from_bytes(&text);
     }
 }
+
+#[test]
+fn bean_keys_parse_and_write_back() {
+    let text = r#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"t"}:5}}"#;
+    let v = parse(text.as_bytes()).expect("bean key");
+    let Some(JsonValue::Object(table)) = v.get("offsetTable") else {
+        panic!("no table: {v:?}");
+    };
+    let (JsonKey::Bean(fields), JsonValue::Number(n)) = &table[0] else {
+        panic!("not a bean key: {table:?}");
+    };
+    assert_eq!(n, "5");
+    assert_eq!(fields[2], (JsonKey::from("topic"), JsonValue::str("t")));
+    assert_eq!(to_fastjson_compact(&v), text);
+}

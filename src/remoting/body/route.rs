@@ -156,6 +156,13 @@ impl BrokerData {
                         text: s.clone(),
                     })?
                 }
+                bean @ JsonKey::Bean(_) => {
+                    return Err(BodyError::Number {
+                        path,
+                        expected: "a broker id (Java long)",
+                        text: bean.name().into_owned(),
+                    })
+                }
             };
             match value {
                 JsonValue::String(addr) => {
