@@ -2,10 +2,10 @@
 //! unknown topic, group or message id is an error (exit status 2) that says what is unknown and
 //! which known names are close, never an empty answer.
 
+use crate::engine::broker::pending::known_groups;
 use std::collections::BTreeSet;
 
 use crate::engine::broker::Engine;
-use crate::engine::store::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
 
 /// Most known names listed when none is close to the one given.
 const LIST_AT_MOST: usize = 8;
@@ -91,7 +91,7 @@ pub fn ensure_message_id(id: &str) -> anyhow::Result<()> {
 
 /// Fail unless `group` is a group `engine` knows; `hint` says how to go on as a new group.
 pub fn ensure_group(engine: &Engine, group: &str, hint: &str) -> anyhow::Result<()> {
-    let groups = engine_groups(engine);
+    let groups = known_groups(engine);
     if groups.contains(group) {
         return Ok(());
     }
@@ -111,36 +111,6 @@ pub fn ensure_group(engine: &Engine, group: &str, hint: &str) -> anyhow::Result<
 pub fn engine_topics(engine: &Engine) -> BTreeSet<String> {
     let mut set: BTreeSet<String> = engine.queue_keys().into_iter().map(|(t, _)| t).collect();
     set.extend(engine.topic_configs().iter().map(|t| t.topic_name.clone()));
-    set
-}
-
-/// Consumer groups an engine knows: [`consuming_groups`] and `subscriptionGroup.json`'s.
-pub fn engine_groups(engine: &Engine) -> BTreeSet<String> {
-    let mut set = consuming_groups(engine);
-    set.extend(
-        engine
-            .subscription_groups()
-            .iter()
-            .map(|g| g.group_name.clone()),
-    );
-    set.remove("");
-    set
-}
-
-/// Consumer groups with committed offsets (a broadcasting client's group too), and the owners of `%RETRY%` and `%DLQ%` topics.
-pub fn consuming_groups(engine: &Engine) -> BTreeSet<String> {
-    let mut set: BTreeSet<String> = BTreeSet::new();
-    for (_, g, _) in engine.consumer_offsets().iter() {
-        set.insert(g.to_string());
-    }
-    if let Some(c) = engine.client_offsets() {
-        set.insert(c.group().to_string());
-    }
-    for (t, _) in engine.queue_keys() {
-        if let Some(g) = t.strip_prefix(RETRY_PREFIX).or(t.strip_prefix(DLQ_PREFIX)) {
-            set.insert(g.to_string());
-        }
-    }
     set
 }
 

@@ -18,6 +18,7 @@ pub mod client_offsets;
 pub mod clock;
 pub mod offsets;
 pub mod orderly;
+pub mod pending;
 pub mod pull;
 pub mod rebalance;
 pub mod retry;

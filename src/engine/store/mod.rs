@@ -8,6 +8,7 @@ pub mod message_json;
 pub mod reader;
 pub mod safedir;
 pub mod scan;
+pub mod summary;
 pub mod timer_files;
 pub mod version;
 pub mod writer;
