@@ -45,7 +45,7 @@ pub(super) fn end_words(name: &[u8]) -> (u64, u64) {
 
 #[inline]
 fn slot_hash(first: u64, last: u64, len: usize) -> usize {
-    use super::FAST_K as K;
+    use super::props::FAST_K as K;
     let h = (first.wrapping_mul(K) ^ last.rotate_left(29) ^ len as u64).wrapping_mul(K);
     (h >> 32) as usize
 }

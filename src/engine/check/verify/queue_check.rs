@@ -1,0 +1,501 @@
+//! The consume queues: each read front to back for its structure, and the units no record
+//! matched during the commitlog pass checked against the bytes they point at.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use super::props::FastMap;
+use super::queue_runs::{add_range, QueueRun};
+use super::VerifyOptions;
+use crate::engine::check::headers::{Claim, QueueSlot};
+use crate::engine::check::recovery::{self, RecoveryPlan};
+use crate::engine::store::dispatch::record_tags_code;
+use crate::engine::store::Store;
+use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::{prop, sysflag, MessageRef, Segment};
+use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
+use crate::format::error::Result;
+use crate::format::finding::Finding;
+use crate::format::mapped::Mapped;
+
+/// The commitlog files, each mapped on first use, for the phases after the walk that read single
+/// records (units no record matched, duplicate keys).
+pub(super) struct LazyMaps<'a> {
+    segs: &'a [Segment],
+    maps: Vec<OnceLock<Option<Mapped>>>,
+}
+
+impl<'a> LazyMaps<'a> {
+    pub(super) fn new(segs: &'a [Segment]) -> Self {
+        LazyMaps {
+            segs,
+            maps: segs.iter().map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The map of file `i`; `None` when it cannot be mapped.
+    fn get(&self, i: usize) -> Option<&Mapped> {
+        let seg = self.segs.get(i)?;
+        self.maps.get(i)?.get_or_init(|| seg.map().ok()).as_ref()
+    }
+}
+
+#[derive(Default)]
+pub(super) struct CqResult {
+    pub(super) units: u64,
+    /// Units matched here (by reading their record) that no record matched during the scan.
+    pub(super) matched: u64,
+    pub(super) ranges: Vec<(u64, u64)>,
+    pub(super) ranges_overflow: bool,
+    pub(super) findings: Vec<Finding>,
+    /// Units that point at a record with its size and tags code while the record names another
+    /// topic, queue or queue offset (one field apart): evidence for [`headers::judge`], with the
+    /// finding reported if the judgement does not take it.
+    pub(super) claims: Vec<(Claim, Finding)>,
+}
+
+const MAX_CQ_FINDINGS: usize = 64;
+
+impl CqResult {
+    fn matched_q(&mut self, q: u64) {
+        self.matched += 1;
+        add_range(&mut self.ranges, &mut self.ranges_overflow, q, q + 1);
+    }
+
+    fn push(&mut self, f: Finding) {
+        if self.findings.len() < MAX_CQ_FINDINGS {
+            self.findings.push(f);
+        }
+    }
+}
+
+/// Ranges sorted and merged.
+pub(super) fn normalized(mut v: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    v.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// First queue offset in `[lo, hi)` not covered by `ranges` (sorted and merged).
+pub(super) fn first_unmatched(ranges: &[(u64, u64)], lo: u64, hi: u64) -> Option<u64> {
+    let mut q = lo;
+    for &(a, b) in ranges {
+        if b <= q {
+            continue;
+        }
+        if a > q {
+            break;
+        }
+        q = b;
+    }
+    (q < hi).then_some(q)
+}
+
+pub(super) struct CqCtx<'a> {
+    pub(super) store: &'a Store,
+    pub(super) opts: &'a VerifyOptions,
+    pub(super) maps: &'a LazyMaps<'a>,
+    pub(super) data_end: u64,
+    pub(super) cl_min: u64,
+    pub(super) plan: Option<&'a RecoveryPlan>,
+    /// Consume queue files the commitlog pass mapped (their pages are mapped already).
+    pub(super) cq_maps: Option<&'a FastMap<PathBuf, Arc<Mapped>>>,
+}
+
+pub(super) fn record_at<'m>(
+    c: &'m CqCtx<'_>,
+    offset: u64,
+) -> std::result::Result<MessageRef<'m>, String> {
+    let segs = &c.store.commitlog.segments;
+    let i = segs
+        .partition_point(|s| s.start <= offset)
+        .checked_sub(1)
+        .ok_or_else(|| "below the first commitlog file".to_string())?;
+    let seg = segs.get(i).ok_or_else(|| "no commitlog file".to_string())?;
+    let map = c
+        .maps
+        .get(i)
+        .ok_or_else(|| format!("{} cannot be read", seg.path.display()))?;
+    let pos = usize::try_from(offset - seg.start).map_err(|e| e.to_string())?;
+    match parse_record(map, pos, seg.start, false) {
+        Ok(Record::Message(m)) => Ok(m),
+        Ok(Record::Blank { .. }) => Err("a blank record is there".to_string()),
+        Ok(Record::EndOfData) => Err("only zeros are there".to_string()),
+        Err(e) => Err(format!("no record parses there ({})", e.kind)),
+    }
+}
+
+/// A [`Claim`] when the unit at queue offset `q` of `cq` and the record it points at agree on
+/// everything but one of topic, queue id and queue offset (size, tags code, a queued transaction
+/// type and an intact body): the record's header may have changed after it was dispatched.
+fn unit_claim(
+    cq: &ConsumeQueue,
+    q: u64,
+    u: &CqUnit,
+    m: &MessageRef<'_>,
+    g: &crate::format::geometry::Geometry,
+    path: &Path,
+    pos: u64,
+) -> Option<Claim> {
+    let tags_ok = u.has_ext_addr() || record_tags_code(m, g).ok() == Some(u.tags_code);
+    if m.total_size != u.size || !tags_ok {
+        return None;
+    }
+    if !m.body.is_empty() && !m.body_crc_ok() {
+        return None;
+    }
+    let unit = QueueSlot {
+        topic: cq.topic.clone(),
+        queue_id: cq.queue_id,
+        queue_offset: i64::try_from(q).ok()?,
+    };
+    let found = QueueSlot::of(m);
+    if !m.transaction_type().is_queued() {
+        // Only the type differs: the type it had is COMMIT for a transactional message.
+        let committed = m.property(prop::TRAN_MSG).is_some_and(|v| v == "true");
+        let right = (m.sys_flag & !sysflag::TRANSACTION_MASK)
+            | if committed {
+                sysflag::TRANSACTION_COMMIT
+            } else {
+                sysflag::TRANSACTION_NOT
+            };
+        return (found == unit).then(|| Claim {
+            offset: m.position,
+            unit,
+            found,
+            sys_flag: Some((m.sys_flag, right)),
+            unit_file: path.display().to_string(),
+            unit_pos: pos,
+        });
+    }
+    let differing = [
+        unit.topic != found.topic,
+        unit.queue_id != found.queue_id,
+        unit.queue_offset != found.queue_offset,
+    ];
+    (differing.iter().filter(|d| **d).count() == 1).then(|| Claim {
+        offset: m.position,
+        unit,
+        found,
+        sys_flag: None,
+        unit_file: path.display().to_string(),
+        unit_pos: pos,
+    })
+}
+
+pub(super) fn check_queue(
+    c: &CqCtx<'_>,
+    cq: &ConsumeQueue,
+    run: Option<&QueueRun>,
+) -> Result<CqResult> {
+    let mut r = CqResult::default();
+    // Units the scan already matched with their record need no second look.
+    let done = match run {
+        Some(run) if !run.ranges_overflow => normalized(run.ranges.clone()),
+        _ => Vec::new(),
+    };
+    let mut done_at = 0usize;
+    let fs = cq.file_size;
+    let g = &c.store.geometry;
+    let name = format!("{}/{}", cq.topic, cq.queue_id);
+    let mut expected_start: Option<u64> = None;
+    let mut ended: Option<u64> = None;
+    let mut torn: (u64, Option<(PathBuf, u64)>) = (0, None);
+    let mut seen_real = false;
+    let mut prev_offset: Option<i64> = None;
+    let mut stale = 0u64;
+    let mut past_end: (u64, Option<(PathBuf, u64, u64)>) = (0, None);
+    let sample = c.opts.sample.max(1);
+    for f in &cq.files {
+        if f.len != fs {
+            r.push(
+                Finding::new(
+                    "consumequeue.file_size",
+                    &f.path,
+                    f.len.min(fs),
+                    format!(
+                        "consume queue file of {name} is {} bytes, expected {fs}",
+                        f.len
+                    ),
+                )
+                .with_action("MappedFileQueue.load fails: the broker does not start"),
+            );
+        } else if fs > 0 && f.start % fs != 0 {
+            r.push(Finding::new(
+                "consumequeue.file_size",
+                &f.path,
+                0,
+                format!(
+                    "consume queue file name {} of {name} is not a multiple of {fs}",
+                    f.start
+                ),
+            ));
+        }
+        if let Some(e) = expected_start {
+            if f.start > e {
+                r.push(
+                    Finding::new(
+                        "consumequeue.gap",
+                        &f.path,
+                        0,
+                        format!(
+                            "{name}: no file holds queue offsets {}..{}",
+                            e / UNIT_SIZE as u64,
+                            f.start / UNIT_SIZE as u64
+                        ),
+                    )
+                    .with_action(
+                        "reads of those queue offsets find nothing; the broker only logs the gap",
+                    ),
+                );
+            }
+        }
+        expected_start = Some(f.start.saturating_add(fs.max(f.len)));
+        let cached = c.cq_maps.and_then(|m| m.get(&f.path)).cloned();
+        let map = match cached.map_or_else(|| Mapped::open(&f.path).map(Arc::new), Ok) {
+            Ok(m) => m,
+            Err(e) => {
+                r.push(Finding::new("store.unreadable", &f.path, 0, e.to_string()));
+                continue;
+            }
+        };
+        let chunks = map.chunks_exact(UNIT_SIZE);
+        let rem = chunks.remainder().len();
+        let mut tail_from = None;
+        for (i, chunk) in chunks.enumerate() {
+            let fpos = (i * UNIT_SIZE) as u64;
+            let q = f.start.saturating_add(fpos) / UNIT_SIZE as u64;
+            let Some(u) = CqUnit::from_bytes(chunk) else {
+                continue;
+            };
+            if ended.is_some() {
+                tail_from = Some(i * UNIT_SIZE);
+                break;
+            }
+            if !u.is_valid() {
+                ended = Some(q);
+                if chunk.iter().any(|&b| b != 0) {
+                    torn.0 += 1;
+                    torn.1.get_or_insert((f.path.clone(), fpos));
+                }
+                continue;
+            }
+            if u.is_pre_blank() {
+                if seen_real {
+                    r.push(Finding::new(
+                        "consumequeue.torn",
+                        &f.path,
+                        fpos,
+                        format!("{name}: pre-blank unit at queue offset {q} after real units"),
+                    ));
+                }
+                continue;
+            }
+            seen_real = true;
+            r.units += 1;
+            if let Some(p) = prev_offset {
+                if u.offset <= p {
+                    r.push(Finding::new(
+                        "consumequeue.unit_mismatch",
+                        &f.path,
+                        fpos,
+                        format!(
+                            "{name}: unit at queue offset {q} points at commitlog offset {}, not after the previous unit's {p}",
+                            u.offset
+                        ),
+                    ));
+                }
+            }
+            prev_offset = Some(u.offset);
+            let uoff = u.offset as u64;
+            if uoff < c.cl_min {
+                stale += 1;
+                continue;
+            }
+            if uoff.saturating_add(u.size as u64) > c.data_end {
+                past_end.0 += 1;
+                if past_end.1.is_none() {
+                    past_end.1 = Some((f.path.clone(), fpos, q));
+                }
+                continue;
+            }
+            if sample > 1 && !q.is_multiple_of(sample) {
+                continue;
+            }
+            while done.get(done_at).is_some_and(|&(_, b)| b <= q) {
+                done_at += 1;
+            }
+            if done.get(done_at).is_some_and(|&(a, _)| a <= q) {
+                continue;
+            }
+            let mut diffs = Vec::new();
+            let mut claim = None;
+            match record_at(c, uoff) {
+                Err(why) => diffs.push(why),
+                Ok(m) => {
+                    claim = unit_claim(cq, q, &u, &m, g, &f.path, fpos);
+                    if m.topic != cq.topic {
+                        diffs.push(format!("topic {}", m.topic));
+                    }
+                    if m.queue_id != cq.queue_id {
+                        diffs.push(format!("queue id {}", m.queue_id));
+                    }
+                    if m.queue_offset != q as i64 {
+                        diffs.push(format!("queue offset {}", m.queue_offset));
+                    }
+                    if m.total_size != u.size {
+                        diffs.push(format!("size {} (the unit says {})", m.total_size, u.size));
+                    }
+                    if !m.transaction_type().is_queued() {
+                        diffs.push(format!("transaction type {:?}", m.transaction_type()));
+                    }
+                    if !u.has_ext_addr() {
+                        match record_tags_code(&m, g) {
+                            Ok(t) if t != u.tags_code => {
+                                diffs.push(format!("tags code {t} (the unit says {})", u.tags_code))
+                            }
+                            Ok(_) => {}
+                            Err(e) => diffs.push(e.to_string()),
+                        }
+                    }
+                }
+            }
+            if diffs.is_empty() {
+                r.matched_q(q);
+            } else {
+                let finding = Finding::new(
+                    "consumequeue.unit_mismatch",
+                    &f.path,
+                    fpos,
+                    format!(
+                        "{name}: unit at queue offset {q} points at commitlog offset {uoff} (size {}), but there: {}",
+                        u.size,
+                        diffs.join(", ")
+                    ),
+                )
+                .about_record(uoff)
+                .with_action(format!(
+                    "consumers of {name} at queue offset {q} get the bytes at offset {uoff} \
+                     (a wrong message, or a pull error); the broker never rewrites the unit"
+                ));
+                match claim {
+                    Some(cl) if r.claims.len() < MAX_CQ_FINDINGS => r.claims.push((cl, finding)),
+                    _ => r.push(finding),
+                }
+            }
+        }
+        if let Some(from) = tail_from {
+            count_torn_units(&map, from, &f.path, &mut torn);
+        }
+        if rem != 0 {
+            r.push(Finding::new(
+                "consumequeue.torn",
+                &f.path,
+                map.len() as u64 - rem as u64,
+                format!("{name}: the file ends with a partial unit of {rem} bytes"),
+            ));
+        }
+    }
+    if torn.0 > 0 {
+        if let Some((p, pos)) = torn.1 {
+            r.push(
+                Finding::new(
+                    "consumequeue.torn",
+                    &p,
+                    pos,
+                    format!(
+                        "{name}: {} non-zero units after the first invalid unit (queue offset {})",
+                        torn.0,
+                        ended.unwrap_or(0)
+                    ),
+                )
+                .with_action(
+                    "recovery ends the queue at the first invalid unit (within its last three \
+                     files); later units are ignored and overwritten",
+                ),
+            );
+        }
+    }
+    if stale > 0 {
+        if let Some(f) = cq.files.first() {
+            r.push(Finding::new(
+                "consumequeue.stale_unit",
+                &f.path,
+                0,
+                format!(
+                    "{name}: {stale} units point below the commitlog's first offset {} (expired data)",
+                    c.cl_min
+                ),
+            ));
+        }
+    }
+    if let (n, Some((p, pos, q))) = past_end {
+        if n > 0 {
+            let action = match c.plan.and_then(|pl| pl.cut.as_ref()) {
+                Some(cut) => format!(
+                    "recovery drops the units pointing at or after offset {} (truncateDirtyLogicFiles)",
+                    cut.offset
+                ),
+                None => "recovery drops them (truncateDirtyLogicFiles)".to_string(),
+            };
+            r.push(
+                Finding::new(
+                    "consumequeue.past_end",
+                    &p,
+                    pos,
+                    format!(
+                        "{name}: {n} units from queue offset {q} point past the commitlog's end of data ({})",
+                        c.data_end
+                    ),
+                )
+                .with_action(action),
+            );
+        }
+    }
+    Ok(r)
+}
+
+/// File and position of queue offset `q` in a queue (the file may not exist).
+/// Count the units from byte `from` on that are not all zero (written after the queue ended),
+/// noting the first. The search for the first one skips the holes of a pre-allocated file.
+fn count_torn_units(
+    map: &[u8],
+    from: usize,
+    path: &Path,
+    torn: &mut (u64, Option<(PathBuf, u64)>),
+) {
+    let units_end = map.len() - map.len() % UNIT_SIZE;
+    let Some(first) = recovery::first_nonzero_from(map, from, path).filter(|&p| p < units_end)
+    else {
+        return;
+    };
+    let start = first - first % UNIT_SIZE;
+    for (i, unit) in map
+        .get(start..units_end)
+        .unwrap_or(&[])
+        .chunks_exact(UNIT_SIZE)
+        .enumerate()
+    {
+        if unit.iter().any(|&b| b != 0) {
+            torn.0 += 1;
+            torn.1
+                .get_or_insert_with(|| (path.to_path_buf(), (start + i * UNIT_SIZE) as u64));
+        }
+    }
+}
+
+pub(super) fn unit_location(cq: &ConsumeQueue, q: u64) -> (PathBuf, u64) {
+    let pos = q.saturating_mul(UNIT_SIZE as u64);
+    let fs = cq.file_size.max(UNIT_SIZE as u64);
+    let start = pos - pos % fs;
+    (
+        cq.dir.join(crate::format::filename::offset_to_name(start)),
+        pos - start,
+    )
+}
