@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks over a generated multi-GB store, each next to `cat commitlog/*` in the same run:
-# gen, info, a CRC-checked parallel read, verify, dump --json, rebuild, 1,000 key lookups, serve
+# gen, info, a CRC-checked parallel read, verify, dump --json (with and without bodies), rebuild, 1,000 key lookups, serve
 # under load (1, 4, 16 consumers), the browser's time to first screen, and repair at scale (a flipped body bit in the middle of a
 # 1 GiB commitlog file: verify, the dry run, repair --out, verify of the result, a cp of the same
 # commitlog for scale, peak anonymous memory). Figures go to
@@ -42,10 +42,16 @@ for _ in 1 2 3; do
   t sh -c "cat '$dir'/commitlog/* > /dev/null"
   t $bin verify "$dir" >/dev/null || true
 done
-echo "== dump commitlog --json > /dev/null"
-t sh -c "$bin dump commitlog '$dir' --json > /dev/null"
-echo "== rebuild --out"
-t $bin rebuild "$dir" --out "$dir.rebuilt" >/dev/null
+echo "== dump commitlog --json (bodies, then --body none) and rebuild --out, each next to a warm cat"
+for _ in 1 2 3; do
+  t sh -c "cat '$dir'/commitlog/* > /dev/null"
+  t sh -c "$bin dump commitlog '$dir' --json > /dev/null 2>&1"
+  t sh -c "$bin dump commitlog '$dir' --json --body none > /dev/null 2>&1"
+  t $bin rebuild "$dir" --out "$dir.rebuilt" >/dev/null
+  rm -rf "$dir.rebuilt"
+done
+anon $bin dump commitlog "$dir" --json
+anon $bin rebuild "$dir" --out "$dir.rebuilt"
 rm -rf "$dir.rebuilt"
 echo "== 1,000 key lookups"
 target/release/examples/query_bench "$dir" 2>&1 | tail -3
