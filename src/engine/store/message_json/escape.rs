@@ -24,6 +24,18 @@ const ESCAPE: [u8; 256] = {
 
 const LOWER_HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// `\u00XX` for a control byte, as serde_json writes it (lowercase hex).
+fn unicode_escape(b: u8) -> [u8; 6] {
+    [
+        b'\\',
+        b'u',
+        b'0',
+        b'0',
+        LOWER_HEX[(b >> 4) as usize],
+        LOWER_HEX[(b & 15) as usize],
+    ]
+}
+
 /// `s` as a quoted JSON string, byte at a time.
 #[cfg(test)]
 pub fn string_plain(out: &mut Vec<u8>, s: &str) {
@@ -31,14 +43,7 @@ pub fn string_plain(out: &mut Vec<u8>, s: &str) {
     for &b in s.as_bytes() {
         match ESCAPE[b as usize] {
             0 => out.push(b),
-            b'u' => out.extend_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                LOWER_HEX[(b >> 4) as usize],
-                LOWER_HEX[(b & 15) as usize],
-            ]),
+            b'u' => out.extend_from_slice(&unicode_escape(b)),
             e => out.extend_from_slice(&[b'\\', e]),
         }
     }
@@ -77,14 +82,7 @@ fn put(dst: &mut [u8], w: usize, b: u8, e: u8) -> usize {
             w + 1
         }
         b'u' => {
-            dst[w..w + 6].copy_from_slice(&[
-                b'\\',
-                b'u',
-                b'0',
-                b'0',
-                LOWER_HEX[(b >> 4) as usize],
-                LOWER_HEX[(b & 15) as usize],
-            ]);
+            dst[w..w + 6].copy_from_slice(&unicode_escape(b));
             w + 6
         }
         _ => {
