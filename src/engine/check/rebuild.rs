@@ -21,8 +21,10 @@ use std::sync::mpsc;
 use serde::Serialize;
 
 use crate::engine::check::recovery::{self, RecordPlace, StopReason, WalkOptions};
-use crate::engine::store::dispatch::dispatch;
-use crate::engine::store::index_builder::{index_keys, index_record, IndexBuilder, IndexNaming};
+use crate::engine::store::dispatch::{dispatch_with, DispatchProps};
+use crate::engine::store::index_builder::{
+    index_record, uniq_key_and_keys, IndexBuilder, IndexNaming,
+};
 use crate::engine::store::{paths, Store};
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::MessageRef;
@@ -263,11 +265,11 @@ struct IndexFeed<'o> {
 }
 
 impl IndexFeed<'_> {
-    fn push(&mut self, m: &MessageRef<'_>) {
+    fn push(&mut self, m: &MessageRef<'_>, props: &DispatchProps<'_>) {
         if !wanted(self.opts, &m.topic) {
             return;
         }
-        let (uniq, keys) = index_keys(m);
+        let (uniq, keys) = uniq_key_and_keys(props);
         let rec = index_record(m, uniq.as_deref(), keys.as_deref());
         let from = self.batch.hashes.len();
         rec.key_hashes(&mut self.batch.hashes);
@@ -303,8 +305,10 @@ fn build_queues(
     let cq_file_size = opts.geometry.cq_file_size();
     let mut pending = 0usize;
     let end = walk_kept(src, done, progress, |m| {
+        // the properties dispatch and the index read, found once
+        let props = DispatchProps::of(m);
         if let Some(feed) = &mut index {
-            feed.push(m);
+            feed.push(m, &props);
         }
         s.records += 1;
         s.bytes += m.raw.len() as u64;
@@ -312,7 +316,7 @@ fn build_queues(
         if !opts.consumequeue || !wanted(opts, &m.topic) {
             return Ok(());
         }
-        let d = dispatch(m, &opts.geometry).map_err(|e| {
+        let d = dispatch_with(m, &opts.geometry, &props).map_err(|e| {
             Error::data(
                 Path::new(&crate::format::filename::offset_to_name(m.position)),
                 m.position,

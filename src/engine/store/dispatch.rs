@@ -65,9 +65,46 @@ pub enum DispatchError {
 /// The tags code the consume queue unit carries (FORMAT.md 3.3): the TAGS hash, or for a
 /// SCHEDULE_TOPIC_XXXX record with DELAY > 0 its delivery time.
 pub fn record_tags_code(m: &MessageRef<'_>, g: &Geometry) -> Result<i64, DispatchError> {
-    let mut code = m.tags().map(|t| tags_code(&t)).unwrap_or(0);
+    tags_code_with(m, g, &DispatchProps::of(m))
+}
+
+/// The properties dispatch and the index read, found in one pass over the block (a repeated
+/// name keeps its last value, as the broker's map does).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DispatchProps<'a> {
+    pub tags: Option<&'a [u8]>,
+    pub keys: Option<&'a [u8]>,
+    pub uniq_key: Option<&'a [u8]>,
+    pub delay: Option<&'a [u8]>,
+}
+
+impl<'a> DispatchProps<'a> {
+    pub fn of(m: &MessageRef<'a>) -> Self {
+        let mut p = DispatchProps::default();
+        for (name, value) in m.properties.iter_raw() {
+            let slot = match name {
+                n if n == prop::TAGS.as_bytes() => &mut p.tags,
+                n if n == prop::KEYS.as_bytes() => &mut p.keys,
+                n if n == prop::UNIQ_KEY.as_bytes() => &mut p.uniq_key,
+                n if n == prop::DELAY.as_bytes() => &mut p.delay,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        p
+    }
+}
+
+/// [`record_tags_code`] from properties already found.
+fn tags_code_with(
+    m: &MessageRef<'_>,
+    g: &Geometry,
+    p: &DispatchProps<'_>,
+) -> Result<i64, DispatchError> {
+    let text = String::from_utf8_lossy;
+    let mut code = p.tags.map(|t| tags_code(&text(t))).unwrap_or(0);
     if m.topic == SCHEDULE_TOPIC {
-        if let Some(d) = m.property(prop::DELAY) {
+        if let Some(d) = p.delay.map(text) {
             let level = parse_int(&d).ok_or_else(|| DispatchError::BadDelay(d.to_string()))?;
             let level = level.min(g.max_delay_level());
             if level > 0 {
@@ -88,6 +125,15 @@ pub fn deliver_timestamp(g: &Geometry, level: i32, store_timestamp: i64) -> i64 
 
 /// Apply the broker's rules to one record.
 pub fn dispatch(m: &MessageRef<'_>, g: &Geometry) -> Result<Dispatch, DispatchError> {
+    dispatch_with(m, g, &DispatchProps::of(m))
+}
+
+/// [`dispatch`] with the record's properties already found.
+pub fn dispatch_with(
+    m: &MessageRef<'_>,
+    g: &Geometry,
+    p: &DispatchProps<'_>,
+) -> Result<Dispatch, DispatchError> {
     let tx = m.transaction_type();
     let refused = if tx.is_queued() {
         check_topic(&m.topic)
@@ -104,12 +150,12 @@ pub fn dispatch(m: &MessageRef<'_>, g: &Geometry) -> Result<Dispatch, DispatchEr
             unit: CqUnit {
                 offset: m.physical_offset,
                 size: m.total_size,
-                tags_code: record_tags_code(m, g)?,
+                tags_code: tags_code_with(m, g, p)?,
             },
         })
     } else {
         // Java computes the tags code for every record, so a bad DELAY fails either way.
-        record_tags_code(m, g)?;
+        tags_code_with(m, g, p)?;
         None
     };
     Ok(Dispatch {

@@ -4,7 +4,8 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use crate::format::commitlog::{prop, MessageRef};
+use crate::engine::store::dispatch::DispatchProps;
+use crate::format::commitlog::MessageRef;
 use crate::format::error::{Error, Result};
 use crate::format::geometry::Geometry;
 use crate::format::indexfile::infer::{infer_geometry, InferResult};
@@ -73,7 +74,7 @@ impl IndexBuilder {
 
     /// Index one record (UNIQ_KEY, then KEYS; ROLLBACK and already-indexed records skipped).
     pub fn add(&mut self, m: &MessageRef<'_>) -> Result<AddOutcome> {
-        let (uniq, keys) = index_keys(m);
+        let (uniq, keys) = uniq_key_and_keys(&DispatchProps::of(m));
         self.add_record(&index_record(m, uniq.as_deref(), keys.as_deref()))
     }
 
@@ -137,24 +138,17 @@ impl IndexBuilder {
     }
 }
 
-/// The UNIQ_KEY and KEYS values of a record, found in one pass over its properties (a repeated
-/// name keeps its last value, as the broker's map does).
-pub fn index_keys<'a>(m: &MessageRef<'a>) -> (Option<Cow<'a, str>>, Option<Cow<'a, str>>) {
-    let (mut uniq, mut keys) = (None, None);
-    for (name, value) in m.properties.iter_raw() {
-        if name == prop::UNIQ_KEY.as_bytes() {
-            uniq = Some(value);
-        } else if name == prop::KEYS.as_bytes() {
-            keys = Some(value);
-        }
-    }
+/// The UNIQ_KEY and KEYS values of a record, from its properties found in one pass.
+pub fn uniq_key_and_keys<'a>(
+    p: &DispatchProps<'a>,
+) -> (Option<Cow<'a, str>>, Option<Cow<'a, str>>) {
     (
-        uniq.map(String::from_utf8_lossy),
-        keys.map(String::from_utf8_lossy),
+        p.uniq_key.map(String::from_utf8_lossy),
+        p.keys.map(String::from_utf8_lossy),
     )
 }
 
-/// What the indexer needs of `m`, given its [`index_keys`].
+/// What the indexer needs of `m`, given its [`uniq_key_and_keys`].
 pub fn index_record<'a>(
     m: &'a MessageRef<'_>,
     uniq_key: Option<&'a str>,

@@ -228,15 +228,29 @@ impl<'a> Properties<'a> {
     /// The pairs in file order as raw bytes, parsed as `MessageDecoder.string2messageProperties`
     /// does: a segment counts only when its first 0x01 leaves a non-empty name and value.
     pub fn iter_raw(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        self.0
-            .split(|&b| b == PROPERTY_SEPARATOR)
-            .filter_map(|seg| {
-                let i = seg.iter().position(|&b| b == NAME_VALUE_SEPARATOR)?;
-                if i == 0 || i + 1 >= seg.len() {
-                    return None;
+        let block = self.0;
+        // the segments between 0x02 bytes, as `split` gives them (a trailing empty one too),
+        // found with memchr
+        let mut start = Some(0);
+        std::iter::from_fn(move || loop {
+            let from = start?;
+            let rest = block.get(from..).unwrap_or_default();
+            let seg = match memchr::memchr(PROPERTY_SEPARATOR, rest) {
+                Some(i) => {
+                    start = Some(from + i + 1);
+                    &rest[..i]
                 }
-                Some((&seg[..i], &seg[i + 1..]))
-            })
+                None => {
+                    start = None;
+                    rest
+                }
+            };
+            if let Some(i) = memchr::memchr(NAME_VALUE_SEPARATOR, seg) {
+                if i > 0 && i + 1 < seg.len() {
+                    return Some((&seg[..i], &seg[i + 1..]));
+                }
+            }
+        })
     }
 
     /// The pairs in file order, decoded as UTF-8 the way Java does (U+FFFD for bad bytes).

@@ -292,3 +292,21 @@ proptest! {
         let _ = parse_record(&b, 0, 0, true);
     }
 }
+
+/// `Properties::iter_raw` is the split-based definition, found with memchr.
+#[test]
+fn property_pairs_are_the_split_definition() {
+    fn plain(b: &[u8]) -> Vec<(&[u8], &[u8])> {
+        b.split(|&c| c == 2)
+            .filter_map(|seg| {
+                let i = seg.iter().position(|&c| c == 1)?;
+                (i > 0 && i + 1 < seg.len()).then(|| (&seg[..i], &seg[i + 1..]))
+            })
+            .collect()
+    }
+    let bytes = proptest::collection::vec(prop_oneof![Just(1u8), Just(2u8), 97u8..100], 0..40);
+    proptest!(ProptestConfig::with_cases(4096), |(b in bytes)| {
+        let fast: Vec<_> = Properties(&b).iter_raw().collect();
+        prop_assert_eq!(fast, plain(&b));
+    });
+}
