@@ -101,7 +101,7 @@ fn tags_code_with(
     g: &Geometry,
     p: &DispatchProps<'_>,
 ) -> Result<i64, DispatchError> {
-    let text = String::from_utf8_lossy;
+    let text = crate::format::commitlog::text;
     let mut code = p.tags.map(|t| tags_code(&text(t))).unwrap_or(0);
     if m.topic == SCHEDULE_TOPIC {
         if let Some(d) = p.delay.map(text) {

@@ -143,8 +143,8 @@ pub fn uniq_key_and_keys<'a>(
     p: &DispatchProps<'a>,
 ) -> (Option<Cow<'a, str>>, Option<Cow<'a, str>>) {
     (
-        p.uniq_key.map(String::from_utf8_lossy),
-        p.keys.map(String::from_utf8_lossy),
+        p.uniq_key.map(crate::format::commitlog::text),
+        p.keys.map(crate::format::commitlog::text),
     )
 }
 

@@ -220,6 +220,16 @@ impl TransactionType {
     }
 }
 
+/// Record bytes as text the way Java decodes them: UTF-8, bytes that are not UTF-8 shown as
+/// U+FFFD. Valid text (nearly always) is borrowed after one fast check.
+#[inline(always)]
+pub fn text(b: &[u8]) -> Cow<'_, str> {
+    match simdutf8::basic::from_utf8(b) {
+        Ok(t) => Cow::Borrowed(t),
+        Err(_) => String::from_utf8_lossy(b),
+    }
+}
+
 /// The properties block of a record: `name 0x01 value 0x02 ...`, kept as raw bytes in file order.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Properties<'a>(pub &'a [u8]);
@@ -255,8 +265,7 @@ impl<'a> Properties<'a> {
 
     /// The pairs in file order, decoded as UTF-8 the way Java does (U+FFFD for bad bytes).
     pub fn iter(&self) -> impl Iterator<Item = (Cow<'a, str>, Cow<'a, str>)> + 'a {
-        self.iter_raw()
-            .map(|(k, v)| (String::from_utf8_lossy(k), String::from_utf8_lossy(v)))
+        self.iter_raw().map(|(k, v)| (text(k), text(v)))
     }
 
     /// The value of `name`; a repeated name keeps the last value, as Java's map does.
@@ -264,7 +273,7 @@ impl<'a> Properties<'a> {
         self.iter_raw()
             .filter(|(k, _)| *k == name.as_bytes())
             .last()
-            .map(|(_, v)| String::from_utf8_lossy(v))
+            .map(|(_, v)| text(v))
     }
 
     /// Name/value pairs as a map, last value winning.

@@ -219,19 +219,10 @@ pub(super) fn parse_message_by_fields(
         reconsume_times,
         prepared_transaction_offset,
         body,
-        topic: topic_text(topic),
+        topic: super::text(topic),
         properties: Properties(properties),
         body_len_pos,
     })
-}
-
-/// A topic's bytes as text; bytes that are not UTF-8 are shown with replacement characters.
-#[inline(always)]
-fn topic_text(topic: &[u8]) -> std::borrow::Cow<'_, str> {
-    match std::str::from_utf8(topic) {
-        Ok(t) => std::borrow::Cow::Borrowed(t),
-        Err(_) => String::from_utf8_lossy(topic),
-    }
 }
 
 /// Bytes before BODY when both hosts are IPv4 (8 bytes each).
@@ -298,7 +289,7 @@ fn parse_ipv4_message(
         reconsume_times: i32_at(72),
         prepared_transaction_offset: i64_at(76),
         body,
-        topic: topic_text(topic),
+        topic: super::text(topic),
         properties: Properties(rest),
         body_len_pos: 84,
     })
