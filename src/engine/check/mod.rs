@@ -2,6 +2,7 @@
 //! next start, rebuilding consume queues and index files, and `repair`.
 
 pub mod headers;
+pub mod pieces;
 pub mod rebuild;
 pub mod recovery;
 pub mod repair;

@@ -58,6 +58,7 @@ mod seg_state;
 #[cfg(test)]
 mod tests;
 mod timer;
+use crate::engine::check::pieces::{file_piece_size, piece_count, PieceMaps};
 use config_check::config_findings;
 use dups::DupWindow;
 pub use dups::DUP_WINDOW;
@@ -74,7 +75,7 @@ use recovery_findings::{
     checkpoint_findings, mark_blanks_in_place, marker_findings, walk_findings,
 };
 pub use scan::PIECE;
-use scan::{file_piece_size, piece_count, scan_piece, Ctx, IndexTally, Merged, PieceMaps, Span};
+use scan::{scan_piece, Ctx, IndexTally, Merged, Span};
 /// Default cap of findings listed per code.
 pub const DEFAULT_MAX_PER_CODE: usize = 1000;
 

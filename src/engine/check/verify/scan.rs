@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 use super::dups::DupWindow;
@@ -13,9 +13,9 @@ use super::queue_runs::{add_range, CqIndex, QueueRun, QueueRuns};
 use super::seg_state::{SegState, TopicCache, MAX_HEADER_EVIDENCE};
 use super::{Progress, Sink, VerifyOptions};
 use crate::engine::check::headers::{Gap, Suspect};
+use crate::engine::check::pieces::{file_piece_size, piece_span, PieceMaps};
 use crate::engine::check::recovery::{self, FileWalk};
 use crate::engine::store::Store;
-use crate::format::commitlog::Segment;
 use crate::format::finding::Finding;
 use crate::format::mapped::Mapped;
 
@@ -76,86 +76,9 @@ pub(super) struct SegScan {
 /// The default [`VerifyOptions::piece_size`].
 pub const PIECE: u64 = 64 << 20;
 
-/// How far past a piece's nominal start the record it starts with is looked for (more than the
-/// largest record a broker accepts).
-const PIECE_SEARCH: usize = 8 << 20;
-
-/// Each commitlog file's map while pieces of it are walked: the first piece maps the file and
-/// the last one to finish drops the map, so a file is mapped and unmapped once.
-pub(super) struct PieceMaps {
-    maps: Vec<Mutex<Option<Arc<Mapped>>>>,
-    left: Vec<AtomicUsize>,
-}
-
-impl PieceMaps {
-    pub(super) fn new(segs: &[Segment], piece: u64) -> Self {
-        PieceMaps {
-            maps: segs.iter().map(|_| Mutex::new(None)).collect(),
-            left: segs
-                .iter()
-                .enumerate()
-                .map(|(i, s)| AtomicUsize::new(piece_count(s.len, file_piece_size(piece, segs, i))))
-                .collect(),
-        }
-    }
-
-    fn get(&self, i: usize, seg: &Segment) -> Option<Arc<Mapped>> {
-        let mut slot = self.maps.get(i)?.lock().ok()?;
-        if slot.is_none() {
-            *slot = Some(Arc::new(seg.map().ok()?));
-        }
-        slot.clone()
-    }
-
-    /// A piece of file `i` is done: the last one lets the map go.
-    pub(super) fn done(&self, i: usize) {
-        let last = self
-            .left
-            .get(i)
-            .is_some_and(|n| n.fetch_sub(1, Ordering::AcqRel) == 1);
-        if last {
-            if let Some(Ok(mut slot)) = self.maps.get(i).map(|m| m.lock()) {
-                *slot = None;
-            }
-        }
-    }
-}
-
-/// The piece size for commitlog file `i`: a quarter of `piece` for the last file (where the
-/// data usually ends, part way in), so that the workers run out of pieces at about the same
-/// time.
-pub(super) fn file_piece_size(piece: u64, segs: &[Segment], i: usize) -> u64 {
-    let piece = piece.max(1);
-    if i + 1 == segs.len() {
-        (piece / 4).max(1 << 20).min(piece)
-    } else {
-        piece
-    }
-}
-
-/// How many pieces a file `len` bytes long is walked in.
-pub(super) fn piece_count(len: u64, piece: u64) -> usize {
-    usize::try_from(len.div_ceil(piece.max(1)))
-        .unwrap_or(usize::MAX)
-        .max(1)
-}
-
-/// Where the piece nominally starting at `nominal` starts: the first record at or after it (as
-/// recovery resynchronises), unless the page there is zero (the end of the data, or a hole the
-/// walk will report). Every worker finds the same place for the same bytes.
-fn piece_start(buf: &[u8], nominal: u64, file_start: u64) -> Option<usize> {
-    let nominal = usize::try_from(nominal).ok()?;
-    let page = buf.get(nominal..nominal.checked_add(4096)?)?;
-    if page.iter().all(|&b| b == 0) {
-        return None;
-    }
-    let window = buf.get(..nominal.saturating_add(PIECE_SEARCH).min(buf.len()))?;
-    recovery::resync(window, nominal, file_start).filter(|&p| p > 0)
-}
-
 /// Which bytes of a commitlog file a scan walks.
 pub(super) enum Span<'m> {
-    /// Piece `j`, located by [`piece_start`], on the file's shared map.
+    /// Piece `j`, located by [`piece_span`], on the file's shared map.
     Piece(usize, &'m PieceMaps),
     /// From file position `from` to the end in one go, on a map of its own, continuing the walk
     /// of the bytes before `from` (none when `from` is 0).
@@ -204,21 +127,11 @@ pub(super) fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         return empty(sink, Some(0));
     };
     let piece_size = file_piece_size(ctx.opts.piece_size, &store.commitlog.segments, i);
-    let nominal = |j: usize| (j as u64).saturating_mul(piece_size);
     let (from, to, before) = match span {
-        Span::Piece(piece, _) => {
-            let from = match piece {
-                0 => 0,
-                j => match piece_start(&map, nominal(j), seg.start) {
-                    Some(p) => p,
-                    None => return empty(sink, None),
-                },
-            };
-            let to = (piece + 1..piece_count(seg.len, piece_size))
-                .find_map(|j| piece_start(&map, nominal(j), seg.start))
-                .unwrap_or(map.len());
-            (from, to, None)
-        }
+        Span::Piece(piece, _) => match piece_span(&map, seg.start, piece_size, piece) {
+            Some((from, to)) => (from, to, None),
+            None => return empty(sink, None),
+        },
         Span::Rest(from, before) => (from, map.len(), before),
     };
     let mut st = SegState {
