@@ -6,9 +6,11 @@
 //! file, and the first end of data or damaged record (CRC checked, as `checkCRCOnRecover`) ends
 //! the walk. A [`Source`] can end the walk earlier (a repair's cut) and mend header fields on the
 //! way (a repair's proven fixes), so a repair's queues are rebuilt from exactly the records its
-//! commitlog keeps. Consume queue units stream into their files in commitlog order on one thread
-//! while the index is built on another; memory does not grow with the store (pending units are
-//! flushed above a bound, and an index file is built in memory one at a time).
+//! commitlog keeps. Each file is walked in pieces on the rayon workers, which also find each
+//! record's units and index keys; the pieces are taken in commitlog order by one thread, which
+//! writes the consume queue units, while the index is built on another. Memory does not grow
+//! with the store (a window of pieces at a time, pending units flushed above a bound, an index
+//! file built in memory one at a time).
 //!
 //! A record whose topic or queue id cannot name a folder is never dispatched (it is counted in
 //! [`RebuildSummary::refused`]; `verify` names it).
@@ -20,15 +22,20 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
-use crate::engine::check::recovery::{self, RecordPlace, StopReason, WalkOptions};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::engine::check::pieces::{piece_count, piece_span};
+use crate::engine::check::recovery::{self, FileWalk, RecordPlace, StopReason, WalkOptions};
 use crate::engine::store::dispatch::{dispatch_with, DispatchProps};
 use crate::engine::store::index_builder::{
     index_record, uniq_key_and_keys, IndexBuilder, IndexNaming,
 };
 use crate::engine::store::{paths, Store};
 use crate::format::commitlog::read::{parse_record, Record};
-use crate::format::commitlog::MessageRef;
+use crate::format::commitlog::{MessageRef, Segment};
 use crate::format::consumequeue::write::QueueWriter;
+use crate::format::consumequeue::CqUnit;
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::geometry::Geometry;
 use crate::format::indexfile::write::HashedRecord;
@@ -133,13 +140,20 @@ struct KeptEnd {
     records_after_stop: u64,
 }
 
-/// Call `f` with every record `src` keeps, in commitlog order (patched ones re-parsed from their
-/// mended bytes); `done` counts the bytes walked.
+/// Commitlog files are walked in pieces of this many bytes, a window of pieces at a time on
+/// the rayon workers while the window before is applied in order.
+const PIECE: u64 = 4 << 20;
+
+/// Walk every record `src` keeps, in commitlog order: each file in pieces on the rayon workers,
+/// each piece's records prepared into a [`Batch`] there, and the batches handed to `apply` in
+/// commitlog order. `done` counts the bytes walked.
 fn walk_kept(
     src: &Source<'_>,
+    opts: &RebuildOptions,
+    index: bool,
     done: &AtomicU64,
     progress: &(dyn Fn(u64) + Sync),
-    mut f: impl FnMut(&MessageRef<'_>) -> Result<()>,
+    apply: &mut (dyn FnMut(Batch) -> Result<()> + Send),
 ) -> Result<KeptEnd> {
     let segs = &src.store.commitlog.segments;
     let file_size = src.store.geometry.commitlog_file_size.value;
@@ -147,8 +161,6 @@ fn walk_kept(
         end_offset: src.store.commitlog.min_offset(),
         ..Default::default()
     };
-    let mut failed: Option<Error> = None;
-    let mut patched = Vec::new();
     for (i, seg) in segs.iter().enumerate() {
         if i > 0 && seg.start != segs[i - 1].start.saturating_add(file_size) {
             out.stopped_early = Some(format!(
@@ -167,42 +179,11 @@ fn walk_kept(
             (e - seg.start).min(map.len() as u64) as usize
         });
         let buf = map.get(..limit).unwrap_or(&map);
-        let walk = recovery::walk_file(buf, seg, &WalkOptions::default(), |m, place| {
-            if place != RecordPlace::Chain || failed.is_some() {
-                return;
-            }
-            let r = match patch_of(src.patches, m.position) {
-                [] => f(m),
-                ps => {
-                    patched.clear();
-                    patched.extend_from_slice(m.raw);
-                    for p in ps {
-                        if let Some(dst) = patched.get_mut(p.at..p.at + p.bytes.len()) {
-                            dst.copy_from_slice(&p.bytes);
-                        }
-                    }
-                    match parse_record(&patched, 0, m.position, false) {
-                        Ok(Record::Message(fixed)) => f(&fixed),
-                        _ => Err(Error::data(
-                            &seg.path,
-                            m.position - seg.start,
-                            ErrorKind::Invalid {
-                                what: "patched record",
-                                detail: "does not parse after its header fix".into(),
-                            },
-                        )),
-                    }
-                }
-            };
-            if let Err(e) = r {
-                failed = Some(e);
-            }
-        });
+        let prepare = |m: &MessageRef<'_>, b: &mut Batch| b.add_kept(src, seg, m, opts, index);
+        let walk = walk_in_pieces(buf, seg, PIECE, &prepare, apply);
         map.release(0, map.len());
         progress(done.fetch_add(seg.len, Ordering::Relaxed) + seg.len);
-        if let Some(e) = failed {
-            return Err(e);
-        }
+        let walk = walk?;
         out.end_offset = walk.stop_offset();
         let at_end = src.end.is_some_and(|e| e <= seg.start + limit as u64);
         if walk.stop != StopReason::Blank || at_end {
@@ -223,6 +204,130 @@ fn walk_kept(
     Ok(out)
 }
 
+/// One walked piece of a file: where it was walked from and to, its walk and its records.
+struct WalkedPiece {
+    from: usize,
+    to: usize,
+    walk: FileWalk,
+    batch: Batch,
+}
+
+/// Walk one commitlog file (`buf`) as [`recovery::walk_file`] does, in pieces of `piece_size`
+/// walked in parallel: `prepare` sees each record before the walk's stop (on any worker), and
+/// `apply` receives the batches in file order. The walk of a piece is taken into the walk of
+/// the file when it joins (it ends cleanly where the next piece begins, or it is the last and
+/// nothing is wrong in it); from the first piece that does not, the rest of the file is walked
+/// again in one go, so the result is the walk of the whole file in one go.
+fn walk_in_pieces(
+    buf: &[u8],
+    seg: &Segment,
+    piece_size: u64,
+    prepare: &(dyn Fn(&MessageRef<'_>, &mut Batch) + Sync),
+    apply: &mut (dyn FnMut(Batch) -> Result<()> + Send),
+) -> Result<FileWalk> {
+    let o = WalkOptions::default();
+    let walk_piece = |j: usize| {
+        let (from, to) = piece_span(buf, seg.start, piece_size, j)?;
+        let mut batch = Batch::default();
+        let walk = recovery::walk_on(None, buf.get(..to)?, from, seg, &o, |m, place| {
+            if place == RecordPlace::Chain {
+                prepare(m, &mut batch)
+            }
+        });
+        Some(WalkedPiece {
+            from,
+            to,
+            walk,
+            batch,
+        })
+    };
+    let n = piece_count(buf.len() as u64, piece_size);
+    let window = 2 * rayon::current_num_threads().max(1);
+    let mut joined: Option<FileWalk> = None;
+    let mut ready: Vec<WalkedPiece> = Vec::new();
+    let mut next = 0;
+    loop {
+        let range = next..(next + window).min(n);
+        next = range.end;
+        let (taken, walked) = rayon::join(
+            || take_in_order(std::mem::take(&mut ready), &mut joined, buf.len(), apply),
+            || {
+                range
+                    .into_par_iter()
+                    .filter_map(walk_piece)
+                    .collect::<Vec<_>>()
+            },
+        );
+        match taken? {
+            Taken::Finished => break,
+            Taken::RestFrom(from) => {
+                let before = joined.take();
+                let mut batch = Batch::default();
+                let mut failed = None;
+                let walk = recovery::walk_on(before, buf, from, seg, &o, |m, place| {
+                    if place != RecordPlace::Chain || failed.is_some() {
+                        return;
+                    }
+                    prepare(m, &mut batch);
+                    if batch.records >= BATCH_RECORDS {
+                        failed = apply(std::mem::take(&mut batch)).err();
+                    }
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                apply(batch)?;
+                return Ok(walk);
+            }
+            Taken::More if walked.is_empty() && next >= n => break,
+            Taken::More => ready = walked,
+        }
+    }
+    joined.ok_or_else(|| Error::layout(&seg.path, "no piece of the file was walked"))
+}
+
+/// What [`take_in_order`] did with a window of pieces.
+enum Taken {
+    /// Every piece joined; the file goes on in the next window.
+    More,
+    /// The last piece joined: the file is walked.
+    Finished,
+    /// A piece did not join: the rest of the file is to be walked again from this position.
+    RestFrom(usize),
+}
+
+/// Take the walked pieces of a window into `joined` (the walk of the file so far) in file
+/// order, applying each one's batch, up to the first that does not join.
+fn take_in_order(
+    pieces: Vec<WalkedPiece>,
+    joined: &mut Option<FileWalk>,
+    len: usize,
+    apply: &mut (dyn FnMut(Batch) -> Result<()> + Send),
+) -> Result<Taken> {
+    for p in pieces {
+        let expected = joined.as_ref().map_or(0, |w| w.stop_pos as usize);
+        let last = p.to == len;
+        let joins = p.from == expected
+            && if last {
+                p.from == 0 || p.walk.is_clean()
+            } else {
+                p.walk.ends_cleanly_at(p.to as u64)
+            };
+        if !joins {
+            return Ok(Taken::RestFrom(expected));
+        }
+        *joined = Some(match joined.take() {
+            Some(w) => w.join(p.walk),
+            None => p.walk,
+        });
+        apply(p.batch)?;
+        if last {
+            return Ok(Taken::Finished);
+        }
+    }
+    Ok(Taken::More)
+}
+
 /// The patches of the record at `offset`.
 fn patch_of(patches: &[Patch], offset: u64) -> &[Patch] {
     let a = patches.partition_point(|p| p.record < offset);
@@ -231,7 +336,7 @@ fn patch_of(patches: &[Patch], offset: u64) -> &[Patch] {
 }
 
 /// Records found in the files from `from` on (each walked on its own, damage resynchronised).
-fn records_from(segs: &[crate::format::commitlog::Segment], from: usize) -> Result<u64> {
+fn records_from(segs: &[Segment], from: usize) -> Result<u64> {
     let mut n = 0;
     for seg in segs.iter().skip(from) {
         let map = seg.map()?;
@@ -253,113 +358,231 @@ struct IndexBatch {
     hashes: Vec<i32>,
 }
 
-/// Records per [`IndexBatch`].
-const INDEX_BATCH: usize = 4096;
+/// When a file is walked again in one go, its records are applied this many at a time.
+const BATCH_RECORDS: u64 = 4096;
 
-/// Fills [`IndexBatch`]es from the walk and sends each one full: this thread reads the keys of
-/// the record it has parsed anyway, the index thread only puts their hashes.
-struct IndexFeed<'o> {
-    tx: mpsc::SyncSender<IndexBatch>,
-    batch: IndexBatch,
-    opts: &'o RebuildOptions,
+/// What the records of one piece give, found on a worker: their consume queue units (each
+/// naming its queue by a number of the batch's own), their index keys hashed, the counts.
+#[derive(Default)]
+struct Batch {
+    /// The queues the units name, and where each is in `queues`.
+    queues: Vec<(String, i32)>,
+    queue_numbers: FxHashMap<String, Vec<(i32, u32)>>,
+    /// (queue number, QUEUEOFFSET, unit), in commitlog order.
+    units: Vec<(u32, i64, CqUnit)>,
+    records: u64,
+    bytes: u64,
+    last_store_timestamp: Option<i64>,
+    last_queued_timestamp: Option<i64>,
+    refused: u64,
+    first_refused: Option<u64>,
+    index: IndexBatch,
+    /// A record that cannot be dispatched: the rebuild fails there.
+    error: Option<Error>,
 }
 
-impl IndexFeed<'_> {
-    fn push(&mut self, m: &MessageRef<'_>, props: &DispatchProps<'_>) {
-        if !wanted(self.opts, &m.topic) {
+impl Batch {
+    /// Add a kept record of `seg` (patched first when `src` mends it).
+    fn add_kept(
+        &mut self,
+        src: &Source<'_>,
+        seg: &Segment,
+        m: &MessageRef<'_>,
+        opts: &RebuildOptions,
+        index: bool,
+    ) {
+        if self.error.is_some() {
             return;
         }
-        let (uniq, keys) = uniq_key_and_keys(props);
-        let rec = index_record(m, uniq.as_deref(), keys.as_deref());
-        let from = self.batch.hashes.len();
-        rec.key_hashes(&mut self.batch.hashes);
-        let to = self.batch.hashes.len();
-        self.batch.records.push((rec.hashed(), from..to));
-        if self.batch.records.len() >= INDEX_BATCH {
-            self.send();
+        let ps = patch_of(src.patches, m.position);
+        if ps.is_empty() {
+            return self.add(m, opts, index);
+        }
+        let mut patched = m.raw.to_vec();
+        for p in ps {
+            if let Some(dst) = patched.get_mut(p.at..p.at + p.bytes.len()) {
+                dst.copy_from_slice(&p.bytes);
+            }
+        }
+        match parse_record(&patched, 0, m.position, false) {
+            Ok(Record::Message(fixed)) => self.add(&fixed, opts, index),
+            _ => {
+                self.error = Some(Error::data(
+                    &seg.path,
+                    m.position - seg.start,
+                    ErrorKind::Invalid {
+                        what: "patched record",
+                        detail: "does not parse after its header fix".into(),
+                    },
+                ))
+            }
         }
     }
 
-    fn send(&mut self) {
-        let b = std::mem::take(&mut self.batch);
-        if !b.records.is_empty() {
-            // a closed channel means the index thread failed; it reports why
-            let _ = self.tx.send(b);
+    /// Add one record: the properties dispatch and the index read found once.
+    fn add(&mut self, m: &MessageRef<'_>, opts: &RebuildOptions, index: bool) {
+        let props = DispatchProps::of(m);
+        let wanted = wanted(opts, &m.topic);
+        if index && wanted {
+            let (uniq, keys) = uniq_key_and_keys(&props);
+            let rec = index_record(m, uniq.as_deref(), keys.as_deref());
+            let from = self.index.hashes.len();
+            rec.key_hashes(&mut self.index.hashes);
+            let to = self.index.hashes.len();
+            self.index.records.push((rec.hashed(), from..to));
+        }
+        self.records += 1;
+        self.bytes += m.raw.len() as u64;
+        self.last_store_timestamp = Some(m.store_timestamp);
+        if !opts.consumequeue || !wanted {
+            return;
+        }
+        let d = match dispatch_with(m, &opts.geometry, &props) {
+            Ok(d) => d,
+            Err(e) => {
+                self.error = Some(Error::data(
+                    Path::new(&crate::format::filename::offset_to_name(m.position)),
+                    m.position,
+                    ErrorKind::Invalid {
+                        what: "record",
+                        detail: e.to_string(),
+                    },
+                ));
+                return;
+            }
+        };
+        if d.refused.is_some() {
+            self.refused += 1;
+            self.first_refused.get_or_insert(m.position);
+        }
+        let Some(cq) = d.cq else { return };
+        self.last_queued_timestamp = Some(m.store_timestamp);
+        let q = self.queue_number(cq.topic, cq.queue_id);
+        self.units.push((q, cq.queue_offset, cq.unit));
+    }
+
+    fn queue_number(&mut self, topic: String, queue_id: i32) -> u32 {
+        if let Some(&(_, q)) = self
+            .queue_numbers
+            .get(&topic)
+            .and_then(|ids| ids.iter().find(|(id, _)| *id == queue_id))
+        {
+            return q;
+        }
+        let q = self.queues.len() as u32;
+        self.queue_numbers
+            .entry(topic.clone())
+            .or_default()
+            .push((queue_id, q));
+        self.queues.push((topic, queue_id));
+        q
+    }
+}
+
+/// Takes the batches in commitlog order: the queue writers (written under `out_root`, or only
+/// counting with `None`), the summary, and the index thread's channel.
+struct Applier<'a> {
+    out_root: Option<&'a Path>,
+    cq_file_size: u64,
+    writers: Vec<QueueWriter>,
+    writer_of: HashMap<(String, i32), usize>,
+    pending: usize,
+    summary: RebuildSummary,
+    index: Option<mpsc::SyncSender<IndexBatch>>,
+}
+
+impl Applier<'_> {
+    fn apply(&mut self, b: Batch) -> Result<()> {
+        let s = &mut self.summary;
+        s.records += b.records;
+        s.bytes += b.bytes;
+        if let Some(t) = b.last_store_timestamp {
+            s.last_store_timestamp = t;
+        }
+        if let Some(t) = b.last_queued_timestamp {
+            s.last_queued_timestamp = t;
+        }
+        s.refused += b.refused;
+        if s.first_refused.is_none() {
+            s.first_refused = b.first_refused;
+        }
+        let mut numbers = Vec::with_capacity(b.queues.len());
+        for key in b.queues {
+            let next = self.writers.len();
+            let w = *self.writer_of.entry(key.clone()).or_insert(next);
+            if w == next {
+                self.writers.push(match self.out_root {
+                    Some(root) => QueueWriter::new(
+                        crate::format::layout::queue_dir(root, &key.0, key.1)?,
+                        self.cq_file_size,
+                    ),
+                    None => QueueWriter::counting(self.cq_file_size),
+                });
+            }
+            numbers.push(w);
+        }
+        for (q, queue_offset, unit) in b.units {
+            let Some(w) = numbers
+                .get(q as usize)
+                .and_then(|&w| self.writers.get_mut(w))
+            else {
+                continue;
+            };
+            let before = w.pending_bytes();
+            w.put(unit, queue_offset)?;
+            self.pending = (self.pending + w.pending_bytes()).saturating_sub(before);
+            self.summary.units += 1;
+            if self.pending > MAX_PENDING_UNITS {
+                for w in self.writers.iter_mut() {
+                    w.flush()?;
+                }
+                self.pending = 0;
+            }
+        }
+        if let Some(tx) = &self.index {
+            if !b.index.records.is_empty() {
+                // a closed channel means the index thread failed; it reports why
+                let _ = tx.send(b.index);
+            }
+        }
+        match b.error {
+            Some(e) => Err(e),
+            None => Ok(()),
         }
     }
 }
 
 /// Dispatch the kept records into consume queues: written under `out_root`, or with `out_root`
-/// `None` only counted (the queues' bounds, for a plan). With `index`, every kept record is also
-/// handed to the index thread.
+/// `None` only counted (the queues' bounds, for a plan). With `index`, every kept record's keys
+/// are also handed to the index thread.
 fn build_queues(
     src: &Source<'_>,
     opts: &RebuildOptions,
     out_root: Option<&Path>,
     done: &AtomicU64,
     progress: &(dyn Fn(u64) + Sync),
-    mut index: Option<IndexFeed<'_>>,
+    index: Option<mpsc::SyncSender<IndexBatch>>,
 ) -> Result<(RebuildSummary, KeptEnd)> {
-    let mut s = RebuildSummary::default();
-    let mut writers: HashMap<(String, i32), QueueWriter> = HashMap::new();
-    let cq_file_size = opts.geometry.cq_file_size();
-    let mut pending = 0usize;
-    let end = walk_kept(src, done, progress, |m| {
-        // the properties dispatch and the index read, found once
-        let props = DispatchProps::of(m);
-        if let Some(feed) = &mut index {
-            feed.push(m, &props);
-        }
-        s.records += 1;
-        s.bytes += m.raw.len() as u64;
-        s.last_store_timestamp = m.store_timestamp;
-        if !opts.consumequeue || !wanted(opts, &m.topic) {
-            return Ok(());
-        }
-        let d = dispatch_with(m, &opts.geometry, &props).map_err(|e| {
-            Error::data(
-                Path::new(&crate::format::filename::offset_to_name(m.position)),
-                m.position,
-                ErrorKind::Invalid {
-                    what: "record",
-                    detail: e.to_string(),
-                },
-            )
-        })?;
-        if d.refused.is_some() {
-            s.refused += 1;
-            s.first_refused.get_or_insert(m.position);
-        }
-        let Some(cq) = d.cq else { return Ok(()) };
-        s.last_queued_timestamp = m.store_timestamp;
-        let w = match writers.entry((cq.topic.clone(), cq.queue_id)) {
-            std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-            std::collections::hash_map::Entry::Vacant(v) => v.insert(match out_root {
-                Some(root) => QueueWriter::new(
-                    crate::format::layout::queue_dir(root, &cq.topic, cq.queue_id)?,
-                    cq_file_size,
-                ),
-                None => QueueWriter::counting(cq_file_size),
-            }),
-        };
-        let before = w.pending_bytes();
-        w.put(cq.unit, cq.queue_offset)?;
-        pending = (pending + w.pending_bytes()).saturating_sub(before);
-        s.units += 1;
-        if pending > MAX_PENDING_UNITS {
-            for w in writers.values_mut() {
-                w.flush()?;
-            }
-            pending = 0;
-        }
-        Ok(())
+    let with_index = index.is_some();
+    let mut applier = Applier {
+        out_root,
+        cq_file_size: opts.geometry.cq_file_size(),
+        writers: Vec::new(),
+        writer_of: HashMap::new(),
+        pending: 0,
+        summary: RebuildSummary::default(),
+        index,
+    };
+    let end = walk_kept(src, opts, with_index, done, progress, &mut |b| {
+        applier.apply(b)
     })?;
-    if let Some(feed) = &mut index {
-        feed.send();
-    }
-    drop(index);
-    s.queues = writers.len();
-    for (k, w) in writers.iter_mut() {
+    applier.index = None;
+    let mut s = applier.summary;
+    s.queues = applier.writers.len();
+    for (k, &w) in &applier.writer_of {
+        let Some(w) = applier.writers.get_mut(w) else {
+            continue;
+        };
         w.finish()?;
         s.queue_bounds
             .insert(k.clone(), (w.min_offset(), w.max_offset()));
@@ -442,23 +665,19 @@ pub fn rebuild_from(
     }
     std::fs::create_dir_all(out_root).map_err(|e| Error::io(out_root, e))?;
     let done = AtomicU64::new(0);
-    // one walk: this thread checks each record and writes the queues, a second one indexes
+    // one walk: the rayon workers check the records, this thread writes the queues in order,
+    // a second one indexes
     let (queues, index) = std::thread::scope(|s| {
-        let (feed, index) = if opts.index {
-            let (tx, rx) = mpsc::sync_channel(16);
-            let feed = IndexFeed {
-                tx,
-                batch: IndexBatch::default(),
-                opts,
-            };
+        let (tx, index) = if opts.index {
+            let (tx, rx) = mpsc::sync_channel(4);
             (
-                Some(feed),
+                Some(tx),
                 Some(s.spawn(move || build_index(rx, opts, out_root))),
             )
         } else {
             (None, None)
         };
-        let queues = build_queues(src, opts, Some(out_root), &done, progress, feed);
+        let queues = build_queues(src, opts, Some(out_root), &done, progress, tx);
         let index = match index {
             Some(h) => h
                 .join()
@@ -487,4 +706,93 @@ pub fn plan_queues(src: &Source<'_>, opts: &RebuildOptions) -> Result<RebuildSum
     summary.stopped_early = end.stopped_early;
     summary.records_after_stop = end.records_after_stop;
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a walk handed on, in order: each unit with its queue, each index record with its
+    /// key hashes, and the counts.
+    type Flat = (
+        Vec<(String, i32, i64, CqUnit)>,
+        Vec<(HashedRecord, Vec<i32>)>,
+        (u64, u64, u64),
+    );
+
+    fn flatten(batches: &[Batch]) -> Flat {
+        let mut f: Flat = Default::default();
+        for b in batches {
+            for &(q, qo, unit) in &b.units {
+                let (t, id) = b.queues[q as usize].clone();
+                f.0.push((t, id, qo, unit));
+            }
+            for (rec, keys) in &b.index.records {
+                f.1.push((*rec, b.index.hashes[keys.clone()].to_vec()));
+            }
+            f.2 .0 += b.records;
+            f.2 .1 += b.bytes;
+            f.2 .2 += b.refused;
+        }
+        f
+    }
+
+    /// The plain walk: the whole file in one go, every record into one batch.
+    fn walk_in_one(buf: &[u8], seg: &Segment, opts: &RebuildOptions) -> (FileWalk, Flat) {
+        let mut b = Batch::default();
+        let o = WalkOptions::default();
+        let walk = recovery::walk_file(buf, seg, &o, |m, place| {
+            if place == RecordPlace::Chain {
+                b.add(m, opts, true)
+            }
+        });
+        (walk, flatten(&[b]))
+    }
+
+    #[test]
+    fn a_file_walked_in_pieces_is_walked_as_in_one_go() {
+        let store = crate::engine::store::test_fixture("store-4.9");
+        let opts = RebuildOptions::for_geometry(store.geometry.clone());
+        let src = Source::whole(&store);
+        let mut files = 0;
+        for seg in &store.commitlog.segments {
+            let map = seg.map().unwrap();
+            let len = map.len();
+            let mut variants = vec![map.to_vec(), map[..len / 2 + 13].to_vec()];
+            // a flipped byte at a third, at half (a record header or body) and on a piece
+            // boundary, each walked again from the piece it is in
+            for at in [len / 3, len / 2 + 101, 8192] {
+                let mut d = map.to_vec();
+                d[at] ^= 0x40;
+                variants.push(d);
+            }
+            for buf in &variants {
+                let (want_walk, want) = walk_in_one(buf, seg, &opts);
+                for piece in [4096 * 2, 4096 * 3 + 17, 1 << 20] {
+                    let mut got = Vec::new();
+                    let prepare =
+                        |m: &MessageRef<'_>, b: &mut Batch| b.add_kept(&src, seg, m, &opts, true);
+                    let walk = walk_in_pieces(buf, seg, piece, &prepare, &mut |b| {
+                        got.push(b);
+                        Ok(())
+                    })
+                    .unwrap();
+                    assert_eq!(
+                        serde_json::to_value(&walk).unwrap(),
+                        serde_json::to_value(&want_walk).unwrap(),
+                        "{} in pieces of {piece}",
+                        seg.path.display()
+                    );
+                    assert_eq!(
+                        flatten(&got),
+                        want,
+                        "{} in pieces of {piece}",
+                        seg.path.display()
+                    );
+                }
+            }
+            files += 1;
+        }
+        assert!(files > 3);
+    }
 }
