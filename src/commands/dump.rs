@@ -27,11 +27,13 @@ use super::message_printer::{render, MessagePrinter};
 use super::output::{self, format_time, json_line, BodyMode};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::store::message_json::RecordFile;
-use crate::engine::store::reader::{walk_map, Reader};
+use crate::engine::store::reader::Reader;
 use crate::engine::store::StorePath;
 use crate::engine::Store;
 use crate::format::checkpoint::Checkpoint;
-use crate::format::commitlog::read::{parse_record, Record, Segment, SegmentEnd};
+use crate::format::commitlog::read::{parse_record, Record, Segment};
+use crate::format::commitlog::walk_map;
+use crate::format::commitlog::SegmentEnd;
 use crate::format::config::{
     load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, JsonValue, Loaded,
     SubscriptionGroups, TopicConfigs,

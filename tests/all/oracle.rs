@@ -10,7 +10,7 @@ use rmqstore::engine::store::dispatch::{dispatch, record_tags_code};
 use rmqstore::engine::store::index_builder::IndexNaming;
 use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
 use rmqstore::engine::Store;
-use rmqstore::format::commitlog::read::RecordIter;
+use rmqstore::format::commitlog::RecordIter;
 use rmqstore::format::commitlog::{Message, MessageRef};
 use rmqstore::format::consumequeue::valid_units;
 use rmqstore::format::geometry::GeometryInputs;

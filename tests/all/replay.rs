@@ -26,7 +26,7 @@ use rmqstore::engine::store::dispatch::dlq_topic;
 use rmqstore::engine::store::index_builder::IndexNaming;
 use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
 use rmqstore::engine::Store;
-use rmqstore::format::commitlog::read::RecordIter;
+use rmqstore::format::commitlog::RecordIter;
 use rmqstore::format::commitlog::{encode_properties, Host, Message, MessageVersion};
 use rmqstore::format::config::ConsumerOffsets;
 use rmqstore::format::geometry::{Geometry, GeometryInputs};

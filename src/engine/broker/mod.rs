@@ -49,9 +49,8 @@ use crate::engine::store::version::{detect_broker_version, BrokerVersion};
 use crate::engine::store::writer::{StoreWriter, WriterOptions};
 use crate::engine::store::{paths, Store};
 use crate::format::checkpoint::Checkpoint;
-use crate::format::commitlog::read::{
-    parse_record, Commitlog, Record, RecordIter, Segment, SegmentEnd,
-};
+use crate::format::commitlog::read::{parse_record, Commitlog, Record, Segment};
+use crate::format::commitlog::walk::{RecordIter, SegmentEnd};
 use crate::format::commitlog::write::EncodeError;
 use crate::format::commitlog::{
     Host, Message, MessageRef, MessageVersion, END_FILE_MIN_BLANK_LENGTH,

@@ -4,8 +4,8 @@
 use rayon::prelude::*;
 
 use crate::engine::store::Store;
-use crate::format::commitlog::read::{RecordIter, Segment, SegmentEnd};
 use crate::format::commitlog::MessageRef;
+use crate::format::commitlog::{RecordIter, Segment, SegmentEnd};
 use crate::format::error::{Error, Result};
 
 /// What the walk of one file found, besides what the visitor folded.

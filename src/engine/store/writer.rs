@@ -126,7 +126,7 @@ impl StoreWriter {
     /// [`StoreWriter::create`]. A bad record, or data after the end of data, is refused: repair
     /// the store first. A live store is refused (`LiveGuard`).
     pub fn resume(root: &Path, options: WriterOptions) -> Result<Self> {
-        use crate::format::commitlog::read::{Commitlog, RecordIter, SegmentEnd};
+        use crate::format::commitlog::{Commitlog, RecordIter, SegmentEnd};
         crate::engine::store::safedir::ensure_not_live(root)?;
         let cl_dir = root.join(paths::COMMITLOG);
         let commitlog = if cl_dir.is_dir() {

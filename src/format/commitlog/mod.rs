@@ -5,6 +5,7 @@
 //! owned form that [`write`] encodes. [`read`] walks the records of one file.
 
 pub mod read;
+pub mod walk;
 pub mod write;
 
 #[cfg(test)]
@@ -16,7 +17,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::Serialize;
 
-pub use read::{parse_record, Commitlog, Record, RecordIter, Segment, SegmentEnd};
+pub use read::{parse_record, Commitlog, Record, Segment};
+pub use walk::{walk_map, RecordIter, SegmentEnd, WalkEnd};
 pub use write::{encode_properties, record_len};
 
 /// `MessageDecoder.MESSAGE_MAGIC_CODE`: a version 1 record (1-byte topic length).

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::walk::{RecordIter, SegmentEnd};
 use super::{sysflag, Host, MessageRef, MessageVersion, Properties, BLANK_MAGIC};
 use crate::format::bytes::{i32_at, Cursor};
 use crate::format::error::{ErrorKind, ParseError, Result};
@@ -293,97 +294,6 @@ fn parse_ipv4_message(
         properties: Properties(rest),
         body_len_pos: 84,
     })
-}
-
-/// How the walk over one file ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SegmentEnd {
-    /// Not finished yet.
-    Running,
-    /// A blank record at `pos` (file position) with the TOTALSIZE it carries.
-    Blank { pos: usize, size: i32 },
-    /// Zeros (or fewer than 8 bytes) from `pos`: the end of written data.
-    EndOfData { pos: usize },
-    /// A record that does not parse at `pos`; the error was yielded.
-    Corrupt { pos: usize },
-}
-
-/// Iterator over the message records of one commitlog file.
-pub struct RecordIter<'a> {
-    buf: &'a [u8],
-    path: &'a Path,
-    file_start: u64,
-    pos: usize,
-    check_crc: bool,
-    end: SegmentEnd,
-    ahead: crate::format::mapped::ReadAhead,
-}
-
-impl<'a> RecordIter<'a> {
-    pub fn new(buf: &'a [u8], path: &'a Path, file_start: u64, check_crc: bool) -> Self {
-        Self::starting_at(buf, path, file_start, 0, check_crc)
-    }
-
-    /// Start the walk at file position `pos` (which must be a record boundary).
-    pub fn starting_at(
-        buf: &'a [u8],
-        path: &'a Path,
-        file_start: u64,
-        pos: usize,
-        check_crc: bool,
-    ) -> Self {
-        RecordIter {
-            buf,
-            path,
-            file_start,
-            pos,
-            check_crc,
-            end: SegmentEnd::Running,
-            ahead: Default::default(),
-        }
-    }
-
-    /// How the walk ended (after the iterator returned `None`).
-    pub fn end(&self) -> &SegmentEnd {
-        &self.end
-    }
-
-    /// Position after the last good record: the broker's "process offset" within this file.
-    pub fn valid_pos(&self) -> usize {
-        self.pos
-    }
-}
-
-impl<'a> Iterator for RecordIter<'a> {
-    type Item = Result<MessageRef<'a>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.end != SegmentEnd::Running {
-            return None;
-        }
-        self.ahead.touch(self.buf, self.pos);
-        match parse_record(self.buf, self.pos, self.file_start, self.check_crc) {
-            Ok(Record::Message(m)) => {
-                self.pos += m.raw.len();
-                Some(Ok(m))
-            }
-            Ok(Record::Blank { size }) => {
-                self.end = SegmentEnd::Blank {
-                    pos: self.pos,
-                    size,
-                };
-                None
-            }
-            Ok(Record::EndOfData) => {
-                self.end = SegmentEnd::EndOfData { pos: self.pos };
-                None
-            }
-            Err(e) => {
-                self.end = SegmentEnd::Corrupt { pos: self.pos };
-                Some(Err(e.in_file(self.path, 0)))
-            }
-        }
-    }
 }
 
 /// One commitlog file: where it is, the offset its name gives, its length on disk.

@@ -2,9 +2,7 @@
 
 use proptest::prelude::*;
 
-use super::read::{
-    parse_message, parse_message_by_fields, parse_record, Record, RecordIter, SegmentEnd,
-};
+use super::read::{parse_message, parse_message_by_fields, parse_record, Record};
 use super::write::blank_record;
 use super::*;
 
