@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use crate::common::*;
 use assert_cmd::Command;
 use rmqstore::engine::Store;
-use rmqstore::format::commitlog::{parse_record, RecordIter};
 use rmqstore::format::commitlog::Record;
+use rmqstore::format::commitlog::{parse_record, RecordIter};
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::mapped::Mapped;
 
