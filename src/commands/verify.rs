@@ -247,7 +247,7 @@ fn print_human(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     let mut per_code: BTreeMap<(std::cmp::Reverse<Severity>, &str), u64> = BTreeMap::new();
     for f in &r.findings {
         *per_code
-            .entry((std::cmp::Reverse(f.severity), f.code))
+            .entry((std::cmp::Reverse(f.severity), f.code.as_str()))
             .or_default() += 1;
     }
     writeln!(out)?;

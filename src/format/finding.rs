@@ -1,8 +1,10 @@
 //! `Finding`: one thing wrong (or worth knowing) about a store, as data. `verify` produces them,
 //! `repair` plans from them, the TUI lists them, `--json` prints them.
 //!
-//! Codes are stable strings, `<part>.<what>`; every code in use is listed in [`CODES`] with its
-//! default severity and a sentence, and nowhere else.
+//! A finding's [`Code`] prints as a stable string, `<part>.<what>`; every code is in one table
+//! with its default severity and a sentence, and nowhere else. Its [`Location`] says where it is
+//! in the store's own terms (a commitlog offset, a queue unit, an index slot or entry), so a
+//! reader goes there without matching file names.
 
 use std::path::{Path, PathBuf};
 
@@ -31,13 +33,14 @@ impl std::fmt::Display for Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     pub severity: Severity,
-    /// A stable code from [`CODES`].
-    pub code: &'static str,
+    pub code: Code,
     #[serde(serialize_with = "path_str")]
     pub file: PathBuf,
     /// Byte offset inside `file` (`file_offset` in JSON, as every byte position in a named file).
     #[serde(rename = "file_offset")]
     pub offset: u64,
+    /// Where `file` and `offset` are in the store (`File` when they are only a file and a byte).
+    pub location: Location,
     /// A sentence for humans.
     pub message: String,
     /// What the broker would do about it on its next start, when that is known (null if not).
@@ -54,12 +57,13 @@ fn path_str<S: serde::Serializer>(p: &Path, s: S) -> Result<S::Ok, S::Error> {
 
 impl Finding {
     /// A finding with the default severity of `code`.
-    pub fn new(code: &'static str, file: &Path, offset: u64, message: impl Into<String>) -> Self {
+    pub fn new(code: Code, file: &Path, offset: u64, message: impl Into<String>) -> Self {
         Finding {
-            severity: default_severity(code),
+            severity: code.severity(),
             code,
             file: file.to_path_buf(),
             offset,
+            location: Location::File,
             message: message.into(),
             broker_action: None,
             record: None,
@@ -83,387 +87,191 @@ impl Finding {
     }
 }
 
-/// Every finding code: (code, default severity, what it means).
-pub const CODES: &[(&str, Severity, &str)] = &[
-    (
-        "store.unreadable",
-        Severity::Error,
-        "a file or folder of the store cannot be read",
-    ),
-    (
-        "store.abort_present",
-        Severity::Warning,
-        "the abort file exists: the last shutdown was unclean",
-    ),
-    (
-        "store.live",
-        Severity::Warning,
-        "a broker seems to hold the store; the tail may move while it is read",
-    ),
-    (
-        "commitlog.foreign_file",
-        Severity::Error,
-        "a file in commitlog/ whose name is not a 20-digit offset",
-    ),
-    (
-        "commitlog.file_size",
-        Severity::Error,
-        "a commitlog file whose size differs from the configured one",
-    ),
-    (
-        "commitlog.gap",
-        Severity::Error,
-        "no commitlog file covers a range between two files",
-    ),
-    (
-        "commitlog.overlap",
-        Severity::Error,
-        "two commitlog files overlap",
-    ),
-    (
-        "commitlog.misnamed",
-        Severity::Error,
-        "a commitlog file name that is not a multiple of the file size",
-    ),
-    (
-        "commitlog.bad_record",
-        Severity::Error,
-        "a record that does not parse (magic, sizes, lengths)",
-    ),
-    (
-        "commitlog.crc_mismatch",
-        Severity::Error,
-        "a body whose CRC differs from BODYCRC",
-    ),
-    (
-        "commitlog.prop_crc_mismatch",
-        Severity::Error,
-        "the __CRC32# property does not match the record",
-    ),
-    (
-        "commitlog.bad_header",
-        Severity::Error,
-        "a record whose TOPIC, QUEUEID, QUEUEOFFSET or PHYSICALOFFSET contradicts the store (the broker does not check them)",
-    ),
-    (
-        "commitlog.not_a_file",
-        Severity::Error,
-        "an entry of commitlog/ that is not a regular file (a folder, FIFO, device, symlink loop)",
-    ),
-    (
-        "commitlog.no_blank",
-        Severity::Error,
-        "a file that is not the last one ends without a blank record",
-    ),
-    (
-        "commitlog.blank_size",
-        Severity::Warning,
-        "a blank record whose size is not the bytes left in the file",
-    ),
-    (
-        "commitlog.dirty_tail",
-        Severity::Warning,
-        "non-zero bytes after the end of data",
-    ),
-    (
-        "commitlog.queue_offset_gap",
-        Severity::Error,
-        "queue offsets of a queue are not contiguous in the commitlog",
-    ),
-    (
-        "commitlog.queue_offset_repeat",
-        Severity::Error,
-        "a queue offset appears twice in the commitlog",
-    ),
-    (
-        "commitlog.duplicate_uniq_key",
-        Severity::Info,
-        "the same UNIQ_KEY is stored at several offsets",
-    ),
-    (
-        "commitlog.bad_delay",
-        Severity::Error,
-        "a SCHEDULE_TOPIC_XXXX record whose DELAY is not a number",
-    ),
-    (
-        "consumequeue.file_size",
-        Severity::Error,
-        "a consume queue file whose size differs from the configured one",
-    ),
-    (
-        "consumequeue.foreign_file",
-        Severity::Error,
-        "a file in a queue folder whose name is not a 20-digit offset (the queue does not load)",
-    ),
-    (
-        "consumequeue.not_a_file",
-        Severity::Error,
-        "an entry of a queue folder that is not a regular file",
-    ),
-    (
-        "consumequeue.foreign_entry",
-        Severity::Warning,
-        "an entry under consumequeue/ that is not a queue folder (the broker skips it)",
-    ),
-    (
-        "consumequeue.bad_topic_dir",
-        Severity::Warning,
-        "a topic folder whose name breaks the broker's topic rule",
-    ),
-    (
-        "consumequeue.gap",
-        Severity::Error,
-        "a consume queue file is missing between two others",
-    ),
-    (
-        "consumequeue.torn",
-        Severity::Error,
-        "non-zero bytes after the first invalid unit, or a partial unit",
-    ),
-    (
-        "consumequeue.unit_mismatch",
-        Severity::Error,
-        "a unit that does not point at the record it should",
-    ),
-    (
-        "consumequeue.past_end",
-        Severity::Error,
-        "a unit pointing past the commitlog's end of data",
-    ),
-    (
-        "consumequeue.missing_unit",
-        Severity::Error,
-        "a queued record with no consume queue unit",
-    ),
-    (
-        "consumequeue.stale_unit",
-        Severity::Info,
-        "a unit pointing below the commitlog's first offset",
-    ),
-    (
-        "index.bad_file",
-        Severity::Error,
-        "an index file that does not open (size, header)",
-    ),
-    (
-        "index.not_a_file",
-        Severity::Error,
-        "an entry of index/ that is not a regular file (IndexService.load fails)",
-    ),
-    (
-        "index.header_mismatch",
-        Severity::Warning,
-        "an index header that disagrees with its entries",
-    ),
-    (
-        "index.bad_chain",
-        Severity::Error,
-        "a slot or previous-entry pointer out of range",
-    ),
-    (
-        "index.dangling_entry",
-        Severity::Error,
-        "an entry whose record does not exist or does not hash to it",
-    ),
-    (
-        "index.missing_key",
-        Severity::Warning,
-        "a record key that no index entry covers",
-    ),
-    (
-        "index.geometry",
-        Severity::Warning,
-        "the index slot and entry counts could not be determined",
-    ),
-    (
-        "checkpoint.missing",
-        Severity::Warning,
-        "no checkpoint file",
-    ),
-    (
-        "checkpoint.bad_file",
-        Severity::Error,
-        "the checkpoint file is too short",
-    ),
-    (
-        "checkpoint.ahead",
-        Severity::Warning,
-        "checkpoint times are later than the data",
-    ),
-    (
-        "config.not_a_file",
-        Severity::Error,
-        "a config file that is not a regular file (a FIFO, a folder): the broker cannot read it",
-    ),
-    (
-        "config.too_large",
-        Severity::Error,
-        "a config file too large to be read (the broker fails to load it and uses the .bak)",
-    ),
-    (
-        "store.not_a_file",
-        Severity::Error,
-        "checkpoint, abort or lock is not a regular file",
-    ),
-    (
-        "config.unparsable",
-        Severity::Error,
-        "a config file and its .bak do not parse",
-    ),
-    (
-        "config.from_backup",
-        Severity::Warning,
-        "a config file does not parse or is missing; its .bak does",
-    ),
-    (
-        "config.bad_offset_key",
-        Severity::Warning,
-        "a consumerOffset.json key that is not topic@group (no consumer reads it)",
-    ),
-    (
-        "config.offset_above_max",
-        Severity::Error,
-        "a consumer offset above its queue's max offset",
-    ),
-    (
-        "config.offset_below_min",
-        Severity::Info,
-        "a consumer offset below its queue's min offset (expired data)",
-    ),
-    (
-        "config.delay_offset",
-        Severity::Warning,
-        "a delay offset outside its schedule queue",
-    ),
-    (
-        "config.unknown_topic",
-        Severity::Info,
-        "a consume queue whose topic is not in topics.json",
-    ),
-    (
-        "commitlog.hole",
-        Severity::Error,
-        "zeros where a record should start, with records after them",
-    ),
-    (
-        "commitlog.stale_records",
-        Severity::Warning,
-        "records left behind an earlier truncation after the end of the data",
-    ),
-    (
-        "commitlog.odd_field",
-        Severity::Warning,
-        "a record field the broker would not write (sysflag bits, topic name, version, time)",
-    ),
-    (
-        "consumequeue.lag",
-        Severity::Warning,
-        "queued records past the consume queue's end that the broker dispatches on its next start",
-    ),
-    (
-        "index.lag",
-        Severity::Warning,
-        "record keys after the index's last entry, indexed on the broker's next start",
-    ),
-    (
-        "index.time_mismatch",
-        Severity::Warning,
-        "an index entry whose time diff disagrees with its record's store time",
-    ),
-    (
-        "index.stale_entry",
-        Severity::Info,
-        "index entries pointing below the commitlog's first offset (expired data)",
-    ),
-    (
-        "index.dropped_on_restart",
-        Severity::Warning,
-        "an index file an unclean start deletes (endTimestamp after indexMsgTimestamp)",
-    ),
-    (
-        "checkpoint.confirm_offset",
-        Severity::Warning,
-        "the 5.x confirmPhyOffset is not on a record boundary",
-    ),
-    (
-        "config.bad_backup",
-        Severity::Warning,
-        "a config .bak file that does not parse while the main file does",
-    ),
-    (
-        "timer.not_a_file",
-        Severity::Error,
-        "a timer file or an entry of timerlog/ that is not a regular file",
-    ),
-    (
-        "timer.foreign_file",
-        Severity::Error,
-        "a file in timerlog/ whose name is not a 20-digit offset",
-    ),
-    (
-        "timer.log_file_size",
-        Severity::Error,
-        "timer log files of different sizes, or a name that is not a multiple of the size",
-    ),
-    (
-        "timer.log_bad_entry",
-        Severity::Error,
-        "bytes in the timer log that are not a 52-byte unit, a blank or the zero end",
-    ),
-    (
-        "timer.log_end_early",
-        Severity::Error,
-        "the timer log's data ends before its last file",
-    ),
-    (
-        "timer.bad_unit",
-        Severity::Error,
-        "a timer log unit with unknown magic bits, a negative offset or a bad record size",
-    ),
-    (
-        "timer.wheel_size",
-        Severity::Error,
-        "a timerwheel whose size is not 38707200 bytes (the broker refuses to start)",
-    ),
-    (
-        "timer.slot_chain",
-        Severity::Error,
-        "a wheel slot whose chain does not lead through timer log units of its second",
-    ),
-    (
-        "timer.unit_unlinked",
-        Severity::Error,
-        "a pending timer log unit that no wheel slot links: the broker never delivers it",
-    ),
-    (
-        "timer.unit_record",
-        Severity::Error,
-        "a timer log unit that does not point at a rmq_sys_wheel_timer record of its size",
-    ),
-    (
-        "timer.checkpoint_bad",
-        Severity::Error,
-        "config/timercheck is missing, short or unreadable while the timer log exists",
-    ),
-    (
-        "timer.checkpoint_ahead",
-        Severity::Error,
-        "config/timercheck is ahead of the timer log's data or of the timer topic's queue",
-    ),
-    (
-        "timer.metrics_mismatch",
-        Severity::Info,
-        "config/timermetrics counts differ from the pending timer messages found",
-    ),
-];
+/// Where a finding is, in the store's own terms. Serialised with a `kind` tag and the JSON
+/// names of offsets: `{"kind": "commitlog", "commitlog_offset": 139}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Location {
+    /// A byte of the commitlog, by commitlog offset.
+    Commitlog {
+        #[serde(rename = "commitlog_offset")]
+        offset: u64,
+    },
+    /// A unit of a consume queue, by its queue offset (the unit's number in the queue).
+    QueueUnit {
+        topic: String,
+        queue_id: i32,
+        #[serde(rename = "queue_offset")]
+        unit: u64,
+    },
+    /// A hash slot of an index file (the file is the finding's).
+    IndexSlot { slot: u64 },
+    /// An entry of an index file, by the broker's index count (the first entry written is 1).
+    IndexEntry { entry: u64 },
+    /// A byte of a file and nothing more specific (headers, config files, checkpoint, timer).
+    File,
+}
 
-/// The default severity of a code (Error for an unknown code, so a typo is loud).
-pub fn default_severity(code: &str) -> Severity {
-    CODES
-        .iter()
-        .find(|(c, _, _)| *c == code)
-        .map(|(_, s, _)| *s)
-        .unwrap_or(Severity::Error)
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Commitlog { offset } => write!(f, "commitlog offset {offset}"),
+            Location::QueueUnit {
+                topic,
+                queue_id,
+                unit,
+            } => write!(f, "queue {topic}/{queue_id} unit {unit}"),
+            Location::IndexSlot { slot } => write!(f, "index slot {slot}"),
+            Location::IndexEntry { entry } => write!(f, "index entry {entry}"),
+            Location::File => f.write_str("the file"),
+        }
+    }
+}
+
+/// Every finding code, in one table: variant, the stable string, default severity, meaning.
+macro_rules! codes {
+    ($($variant:ident = $code:literal, $severity:ident, $meaning:literal;)*) => {
+        /// What a finding is about. Printed and serialised as its stable string
+        /// (`commitlog.crc_mismatch`).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Code {
+            $(#[doc = $meaning] $variant,)*
+        }
+
+        impl Code {
+            /// Every code, in the table's order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The stable string, `<part>.<what>`.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $code,)*
+                }
+            }
+
+            /// How bad a finding of this code is unless the check says otherwise.
+            pub fn severity(self) -> Severity {
+                match self {
+                    $(Code::$variant => Severity::$severity,)*
+                }
+            }
+
+            /// What the code means, in a sentence.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $meaning,)*
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    // store
+    StoreUnreadable = "store.unreadable", Error, "a file or folder of the store cannot be read";
+    StoreAbortPresent = "store.abort_present", Warning, "the abort file exists: the last shutdown was unclean";
+    StoreLive = "store.live", Warning, "a broker seems to hold the store; the tail may move while it is read";
+    StoreNotAFile = "store.not_a_file", Error, "checkpoint, abort or lock is not a regular file";
+    // commitlog
+    CommitlogForeignFile = "commitlog.foreign_file", Error, "a file in commitlog/ whose name is not a 20-digit offset";
+    CommitlogFileSize = "commitlog.file_size", Error, "a commitlog file whose size differs from the configured one";
+    CommitlogGap = "commitlog.gap", Error, "no commitlog file covers a range between two files";
+    CommitlogOverlap = "commitlog.overlap", Error, "two commitlog files overlap";
+    CommitlogMisnamed = "commitlog.misnamed", Error, "a commitlog file name that is not a multiple of the file size";
+    CommitlogBadRecord = "commitlog.bad_record", Error, "a record that does not parse (magic, sizes, lengths)";
+    CommitlogCrcMismatch = "commitlog.crc_mismatch", Error, "a body whose CRC differs from BODYCRC";
+    CommitlogPropCrcMismatch = "commitlog.prop_crc_mismatch", Error, "the __CRC32# property does not match the record";
+    CommitlogBadHeader = "commitlog.bad_header", Error, "a record whose TOPIC, QUEUEID, QUEUEOFFSET or PHYSICALOFFSET contradicts the store (the broker does not check them)";
+    CommitlogNotAFile = "commitlog.not_a_file", Error, "an entry of commitlog/ that is not a regular file (a folder, FIFO, device, symlink loop)";
+    CommitlogNoBlank = "commitlog.no_blank", Error, "a file that is not the last one ends without a blank record";
+    CommitlogBlankSize = "commitlog.blank_size", Warning, "a blank record whose size is not the bytes left in the file";
+    CommitlogDirtyTail = "commitlog.dirty_tail", Warning, "non-zero bytes after the end of data";
+    CommitlogQueueOffsetGap = "commitlog.queue_offset_gap", Error, "queue offsets of a queue are not contiguous in the commitlog";
+    CommitlogQueueOffsetRepeat = "commitlog.queue_offset_repeat", Error, "a queue offset appears twice in the commitlog";
+    CommitlogDuplicateUniqKey = "commitlog.duplicate_uniq_key", Info, "the same UNIQ_KEY is stored at several offsets";
+    CommitlogBadDelay = "commitlog.bad_delay", Error, "a SCHEDULE_TOPIC_XXXX record whose DELAY is not a number";
+    CommitlogHole = "commitlog.hole", Error, "zeros where a record should start, with records after them";
+    CommitlogStaleRecords = "commitlog.stale_records", Warning, "records left behind an earlier truncation after the end of the data";
+    CommitlogOddField = "commitlog.odd_field", Warning, "a record field the broker would not write (sysflag bits, topic name, version, time)";
+    // consumequeue
+    ConsumequeueFileSize = "consumequeue.file_size", Error, "a consume queue file whose size differs from the configured one";
+    ConsumequeueForeignFile = "consumequeue.foreign_file", Error, "a file in a queue folder whose name is not a 20-digit offset (the queue does not load)";
+    ConsumequeueNotAFile = "consumequeue.not_a_file", Error, "an entry of a queue folder that is not a regular file";
+    ConsumequeueForeignEntry = "consumequeue.foreign_entry", Warning, "an entry under consumequeue/ that is not a queue folder (the broker skips it)";
+    ConsumequeueBadTopicDir = "consumequeue.bad_topic_dir", Warning, "a topic folder whose name breaks the broker's topic rule";
+    ConsumequeueGap = "consumequeue.gap", Error, "a consume queue file is missing between two others";
+    ConsumequeueTorn = "consumequeue.torn", Error, "non-zero bytes after the first invalid unit, or a partial unit";
+    ConsumequeueUnitMismatch = "consumequeue.unit_mismatch", Error, "a unit that does not point at the record it should";
+    ConsumequeuePastEnd = "consumequeue.past_end", Error, "a unit pointing past the commitlog's end of data";
+    ConsumequeueMissingUnit = "consumequeue.missing_unit", Error, "a queued record with no consume queue unit";
+    ConsumequeueStaleUnit = "consumequeue.stale_unit", Info, "a unit pointing below the commitlog's first offset";
+    ConsumequeueLag = "consumequeue.lag", Warning, "queued records past the consume queue's end that the broker dispatches on its next start";
+    // index
+    IndexBadFile = "index.bad_file", Error, "an index file that does not open (size, header)";
+    IndexNotAFile = "index.not_a_file", Error, "an entry of index/ that is not a regular file (IndexService.load fails)";
+    IndexHeaderMismatch = "index.header_mismatch", Warning, "an index header that disagrees with its entries";
+    IndexBadChain = "index.bad_chain", Error, "a slot or previous-entry pointer out of range";
+    IndexDanglingEntry = "index.dangling_entry", Error, "an entry whose record does not exist or does not hash to it";
+    IndexMissingKey = "index.missing_key", Warning, "a record key that no index entry covers";
+    IndexGeometry = "index.geometry", Warning, "the index slot and entry counts could not be determined";
+    IndexLag = "index.lag", Warning, "record keys after the index's last entry, indexed on the broker's next start";
+    IndexTimeMismatch = "index.time_mismatch", Warning, "an index entry whose time diff disagrees with its record's store time";
+    IndexStaleEntry = "index.stale_entry", Info, "index entries pointing below the commitlog's first offset (expired data)";
+    IndexDroppedOnRestart = "index.dropped_on_restart", Warning, "an index file an unclean start deletes (endTimestamp after indexMsgTimestamp)";
+    // checkpoint
+    CheckpointMissing = "checkpoint.missing", Warning, "no checkpoint file";
+    CheckpointBadFile = "checkpoint.bad_file", Error, "the checkpoint file is too short";
+    CheckpointAhead = "checkpoint.ahead", Warning, "checkpoint times are later than the data";
+    CheckpointConfirmOffset = "checkpoint.confirm_offset", Warning, "the 5.x confirmPhyOffset is not on a record boundary";
+    // config
+    ConfigNotAFile = "config.not_a_file", Error, "a config file that is not a regular file (a FIFO, a folder): the broker cannot read it";
+    ConfigTooLarge = "config.too_large", Error, "a config file too large to be read (the broker fails to load it and uses the .bak)";
+    ConfigUnparsable = "config.unparsable", Error, "a config file and its .bak do not parse";
+    ConfigFromBackup = "config.from_backup", Warning, "a config file does not parse or is missing; its .bak does";
+    ConfigBadOffsetKey = "config.bad_offset_key", Warning, "a consumerOffset.json key that is not topic@group (no consumer reads it)";
+    ConfigOffsetAboveMax = "config.offset_above_max", Error, "a consumer offset above its queue's max offset";
+    ConfigOffsetBelowMin = "config.offset_below_min", Info, "a consumer offset below its queue's min offset (expired data)";
+    ConfigDelayOffset = "config.delay_offset", Warning, "a delay offset outside its schedule queue";
+    ConfigUnknownTopic = "config.unknown_topic", Info, "a consume queue whose topic is not in topics.json";
+    ConfigBadBackup = "config.bad_backup", Warning, "a config .bak file that does not parse while the main file does";
+    // timer
+    TimerNotAFile = "timer.not_a_file", Error, "a timer file or an entry of timerlog/ that is not a regular file";
+    TimerForeignFile = "timer.foreign_file", Error, "a file in timerlog/ whose name is not a 20-digit offset";
+    TimerLogFileSize = "timer.log_file_size", Error, "timer log files of different sizes, or a name that is not a multiple of the size";
+    TimerLogBadEntry = "timer.log_bad_entry", Error, "bytes in the timer log that are not a 52-byte unit, a blank or the zero end";
+    TimerLogEndEarly = "timer.log_end_early", Error, "the timer log's data ends before its last file";
+    TimerBadUnit = "timer.bad_unit", Error, "a timer log unit with unknown magic bits, a negative offset or a bad record size";
+    TimerWheelSize = "timer.wheel_size", Error, "a timerwheel whose size is not 38707200 bytes (the broker refuses to start)";
+    TimerSlotChain = "timer.slot_chain", Error, "a wheel slot whose chain does not lead through timer log units of its second";
+    TimerUnitUnlinked = "timer.unit_unlinked", Error, "a pending timer log unit that no wheel slot links: the broker never delivers it";
+    TimerUnitRecord = "timer.unit_record", Error, "a timer log unit that does not point at a rmq_sys_wheel_timer record of its size";
+    TimerCheckpointBad = "timer.checkpoint_bad", Error, "config/timercheck is missing, short or unreadable while the timer log exists";
+    TimerCheckpointAhead = "timer.checkpoint_ahead", Error, "config/timercheck is ahead of the timer log's data or of the timer topic's queue";
+    TimerMetricsMismatch = "timer.metrics_mismatch", Info, "config/timermetrics counts differ from the pending timer messages found";
+}
+
+impl Code {
+    /// The code whose stable string is `s`.
+    pub fn from_name(s: &str) -> Option<Code> {
+        Code::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+
+    /// The part of the store the code is about (`commitlog` for `commitlog.crc_mismatch`).
+    pub fn part(self) -> &'static str {
+        self.as_str().split_once('.').map_or("", |(p, _)| p)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
 }
 
 #[cfg(test)]
@@ -473,17 +281,22 @@ mod tests {
     #[test]
     fn codes_are_unique_and_well_formed() {
         let mut seen = std::collections::HashSet::new();
-        for (c, _, what) in CODES {
-            assert!(seen.insert(*c), "duplicate {c}");
+        for &code in Code::ALL {
+            let c = code.as_str();
+            assert!(seen.insert(c), "duplicate {c}");
             assert!(
                 c.contains('.')
                     && c.chars()
                         .all(|x| x.is_ascii_lowercase() || x == '.' || x == '_')
             );
-            assert!(!what.is_empty());
+            assert!(!code.meaning().is_empty());
+            assert_eq!(Code::from_name(c), Some(code));
+            assert!(c.starts_with(code.part()) && !code.part().is_empty());
         }
+        assert_eq!(Code::from_name("commitlog.no_such_code"), None);
+        assert_eq!(Code::CommitlogDirtyTail.severity(), Severity::Warning);
         let f = Finding::new(
-            "commitlog.crc_mismatch",
+            Code::CommitlogCrcMismatch,
             Path::new("commitlog/0"),
             139,
             "body CRC",
@@ -495,6 +308,17 @@ mod tests {
         assert_eq!(j["severity"], "error");
         assert_eq!(j["file_offset"], 139);
         assert!(j["broker_action"].is_null());
+        assert_eq!(j["location"]["kind"], "file");
+        let unit = Location::QueueUnit {
+            topic: "T".into(),
+            queue_id: 3,
+            unit: 7,
+        };
+        let j = serde_json::to_value(&unit).unwrap();
+        assert_eq!(
+            j,
+            serde_json::json!({"kind": "queue_unit", "topic": "T", "queue_id": 3, "queue_offset": 7})
+        );
         assert!(Severity::Info < Severity::Warning && Severity::Warning < Severity::Error);
     }
 }

@@ -21,7 +21,7 @@ use crate::engine::check::verify::{verify, VerifyOptions};
 use crate::engine::store::reader::Reader;
 use crate::engine::Store;
 use crate::format::commitlog::MessageRef;
-use crate::format::finding::Finding;
+use crate::format::finding::{Finding, Location};
 
 /// Which screen is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -602,40 +602,36 @@ impl App {
     // Health
 
     pub(super) fn jump_to_finding(&mut self, f: &Finding) {
-        let store = self.store();
-        let path = if f.file.is_absolute() {
-            f.file.clone()
-        } else {
-            store.root.join(&f.file)
-        };
-        let same = |p: &std::path::Path| p == path || p.ends_with(&f.file);
-        if let Some(seg) = store.commitlog.segments.iter().find(|s| same(&s.path)) {
-            let abs = seg.start + f.offset;
-            let at = f.record.unwrap_or(abs);
-            match self.reader.message_at(at) {
-                Ok(Some(_)) => self.open_detail(at),
-                _ => {
-                    self.status = format!(
-                        "{} byte {}: no readable record starts there",
-                        f.file.display(),
-                        f.offset
-                    )
+        match &f.location {
+            Location::Commitlog { offset } => {
+                let at = f.record.unwrap_or(*offset);
+                match self.reader.message_at(at) {
+                    Ok(Some(_)) => self.open_detail(at),
+                    _ => {
+                        self.status = format!(
+                            "{} byte {}: no readable record starts there",
+                            f.file.display(),
+                            f.offset
+                        )
+                    }
                 }
             }
-            return;
-        }
-        for ((topic, qid), cq) in &store.queues {
-            if let Some(qf) = cq.files.iter().find(|qf| same(&qf.path)) {
-                let (t, q) = (topic.clone(), *qid);
-                self.open_queue(&t, q, (qf.start + f.offset) / 20);
-                return;
+            Location::QueueUnit {
+                topic,
+                queue_id,
+                unit,
+            } => {
+                let (t, q, u) = (topic.clone(), *queue_id, *unit);
+                self.open_queue(&t, q, u);
+            }
+            _ => {
+                self.status = format!(
+                    "{} byte {}: not a commitlog or consume queue file; the finding is in full below",
+                    f.file.display(),
+                    f.offset
+                );
             }
         }
-        self.status = format!(
-            "{} byte {}: not a commitlog or consume queue file; the finding is in full below",
-            f.file.display(),
-            f.offset
-        );
     }
 
     /// Run `verify` and plan the recovery on a worker thread; the health screen fills in.

@@ -18,6 +18,7 @@ use crate::engine::store::dispatch::{
 };
 use crate::format::commitlog::{prop, sysflag, MessageRef, TransactionType};
 use crate::format::compression::Compression;
+use crate::format::finding::Location;
 
 /// Bytes of a body the view shows at most; `p` pages the whole body.
 pub const BODY_SHOWN: usize = 256 * 1024;
@@ -361,15 +362,13 @@ fn segment_start(app: &App, offset: u64) -> u64 {
 
 /// Positions inside the record (at `offset`, `len` bytes) that a health finding names.
 fn finding_bytes(app: &App, offset: u64, len: usize) -> Vec<usize> {
-    let Some(seg) = app.store().commitlog.segment_for(offset) else {
-        return Vec::new();
-    };
     app.health
         .iter()
-        .filter(|f| seg.path.ends_with(&f.file) || f.file == seg.path)
-        .filter_map(|f| {
-            let abs = seg.start + f.offset;
-            (abs >= offset && abs < offset + len as u64).then(|| (abs - offset) as usize)
+        .filter_map(|f| match f.location {
+            Location::Commitlog { offset: at } if at >= offset && at < offset + len as u64 => {
+                Some((at - offset) as usize)
+            }
+            _ => None,
         })
         .collect()
 }

@@ -12,7 +12,7 @@ use ratatui::Frame;
 use super::app::{count_of, App, HealthState};
 use super::columns::Column;
 use super::ui::{list, wrap};
-use crate::format::finding::{Finding, Severity};
+use crate::format::finding::{Finding, Location, Severity};
 
 pub fn draw(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     // the plan gets most of the screen when asked for (or when there is no finding)
@@ -120,6 +120,9 @@ fn finding_lines(app: &App) -> Vec<Line<'static>> {
         field("file", format!("{} at byte {}", relative(app, x), x.offset)),
         field("what", x.message.clone()),
     ];
+    if x.location != Location::File {
+        out.insert(2, field("where", x.location.to_string()));
+    }
     if let Some(a) = &x.broker_action {
         out.push(field("broker", a.clone()));
     }

@@ -109,7 +109,7 @@ impl App {
         });
         match self.sort_of(Screen::Health) {
             1 => v.sort_by_key(|&i| std::cmp::Reverse(h[i].severity)),
-            2 => v.sort_by_key(|&i| h[i].code),
+            2 => v.sort_by_key(|&i| h[i].code.as_str()),
             3 => v.sort_by(|&a, &b| (&h[a].file, h[a].offset).cmp(&(&h[b].file, h[b].offset))),
             _ => {}
         }

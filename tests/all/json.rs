@@ -229,8 +229,30 @@ struct Finding {
     code: String,
     file: String,
     file_offset: u64,
+    location: Location,
     message: String,
     broker_action: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+#[allow(dead_code)]
+enum Location {
+    Commitlog {
+        commitlog_offset: u64,
+    },
+    QueueUnit {
+        topic: String,
+        queue_id: i32,
+        queue_offset: u64,
+    },
+    IndexSlot {
+        slot: u64,
+    },
+    IndexEntry {
+        entry: u64,
+    },
+    File,
 }
 
 #[derive(Debug, Deserialize)]

@@ -13,6 +13,7 @@ use ratatui::Terminal;
 use rmqstore::engine::filter::TagFilter;
 use rmqstore::engine::Store;
 use rmqstore::format::commitlog::prop;
+use rmqstore::format::finding::Location;
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::tui::app::{BodyView, DetailSource, HealthState, Screen, TerminalRequest};
 use rmqstore::tui::time::format_utc;
@@ -1228,4 +1229,82 @@ fn a_5x_timer_message_says_where_it_is_bound_and_when_it_is_released() {
         ),
         "{s:#?}"
     );
+}
+
+#[test]
+fn enter_on_a_finding_goes_to_its_record_or_queue_unit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("store");
+    common::copy_tree(&fixture("store-4.9"), &root);
+    // the body of OrderTopic/0's unit 3 changed (its CRC no longer matches), and unit 5's size
+    let (rec, unit_file) = {
+        let store = Store::open(&root, &GeometryInputs::default()).unwrap();
+        let cq = store.queue("OrderTopic", 0).unwrap();
+        let mut units = Vec::new();
+        cq.for_each_unit(|_, u| {
+            units.push(u);
+            true
+        })
+        .unwrap();
+        (units[3].offset as u64, cq.files[0].path.clone())
+    };
+    let seg = root.join("commitlog/00000000000000000000");
+    let mut cl = std::fs::read(&seg).unwrap();
+    let size = i32::from_be_bytes(cl[rec as usize..rec as usize + 4].try_into().unwrap());
+    let body = {
+        let store = Store::open(&root, &GeometryInputs::default()).unwrap();
+        let r = rmqstore::engine::store::reader::Reader::new(&store);
+        r.message_at(rec).unwrap().unwrap().message.body.to_vec()
+    };
+    let end = rec as usize + size as usize;
+    let at = rec as usize
+        + cl[rec as usize..end]
+            .windows(body.len())
+            .position(|w| w == body)
+            .unwrap();
+    cl[at] ^= 0x20;
+    std::fs::write(&seg, &cl).unwrap();
+    let mut cq = std::fs::read(&unit_file).unwrap();
+    cq[5 * 20 + 8..5 * 20 + 12].copy_from_slice(&7i32.to_be_bytes());
+    std::fs::write(&unit_file, &cq).unwrap();
+
+    let mut a = app(&root);
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Tab);
+    wait_for_health(&mut a);
+    let pick = |a: &mut App, code: &str| {
+        let i = a
+            .health
+            .iter()
+            .position(|f| f.code.as_str() == code)
+            .unwrap_or_else(|| panic!("no {code} in {:#?}", a.health));
+        a.health_sel = a.health_order().iter().position(|&j| j == i).unwrap();
+        a.health[i].clone()
+    };
+    let f = pick(&mut a, "commitlog.crc_mismatch");
+    assert!(
+        matches!(f.location, Location::Commitlog { offset } if offset >= rec && offset < end as u64),
+        "{f:#?}"
+    );
+    let s = screen(&mut a, 200, 50);
+    assert!(has(&s, "where   commitlog offset"), "{s:#?}");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Detail);
+    assert_eq!(a.detail_offset, Some(rec));
+
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.screen, Screen::Health);
+    let f = pick(&mut a, "consumequeue.unit_mismatch");
+    assert_eq!(
+        f.location,
+        Location::QueueUnit {
+            topic: "OrderTopic".into(),
+            queue_id: 0,
+            unit: 5
+        }
+    );
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.screen, Screen::Messages);
+    assert_eq!(a.msg_sel, 5);
+    assert_eq!(a.queue().map(|q| q.id), Some(0));
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::checkpoint::TimerCheckpoint;
 use super::log::{magic, LogStop, TimerLog, TimerUnit};
 use super::wheel::TimerWheel;
-use crate::format::finding::Finding;
+use crate::format::finding::{Code, Finding};
 
 /// What [`check_log`] learned besides its findings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,7 +23,7 @@ pub struct LogCheck {
 pub fn check_log(log: &TimerLog, out: &mut Vec<Finding>) -> LogCheck {
     for e in &log.odd {
         out.push(Finding::new(
-            "timer.not_a_file",
+            Code::TimerNotAFile,
             &e.path,
             0,
             format!("{} in timerlog/ is {}", e.path.display(), e.kind.describe()),
@@ -31,7 +31,7 @@ pub fn check_log(log: &TimerLog, out: &mut Vec<Finding>) -> LogCheck {
     }
     for p in &log.foreign {
         out.push(Finding::new(
-            "timer.foreign_file",
+            Code::TimerForeignFile,
             p,
             0,
             "not a 20-digit offset name: the broker's timer log does not load it",
@@ -41,7 +41,7 @@ pub fn check_log(log: &TimerLog, out: &mut Vec<Finding>) -> LogCheck {
     for f in &log.files {
         if f.len != size || (size > 0 && f.start % size != 0) {
             out.push(Finding::new(
-                "timer.log_file_size",
+                Code::TimerLogFileSize,
                 &f.path,
                 0,
                 format!(
@@ -59,7 +59,7 @@ pub fn check_log(log: &TimerLog, out: &mut Vec<Finding>) -> LogCheck {
         if let Some(why) = unit_problem(&u) {
             let (file, at) = place(log, pos);
             out.push(Finding::new(
-                "timer.bad_unit",
+                Code::TimerBadUnit,
                 file,
                 at,
                 format!("timer log unit at {pos}: {why}"),
@@ -68,13 +68,13 @@ pub fn check_log(log: &TimerLog, out: &mut Vec<Finding>) -> LogCheck {
     }
     match units.stop() {
         Some(LogStop::Bad(e)) => out.push(Finding::new(
-            "timer.log_bad_entry",
+            Code::TimerLogBadEntry,
             e.path(),
             e.offset().unwrap_or(0),
             e.to_string(),
         )),
         Some(LogStop::EndBeforeLastFile { file, file_offset }) => out.push(Finding::new(
-            "timer.log_end_early",
+            Code::TimerLogEndEarly,
             file,
             *file_offset,
             "zero where the next unit or the end-of-file blank should be, and later files \
@@ -129,7 +129,7 @@ pub fn check_wheel(
         let at = index * super::wheel::SLOT_SIZE as u64;
         let mut bad = |why: String| {
             out.push(Finding::new(
-                "timer.slot_chain",
+                Code::TimerSlotChain,
                 wheel.path(),
                 at,
                 format!("slot {index} ({} s): {why}", slot.time_div_precision),
@@ -190,7 +190,7 @@ pub fn check_wheel(
         if u.slot_time_ms() >= read_time && !linked.contains(&(pos as i64)) {
             let (file, at) = place(log, pos);
             out.push(Finding::new(
-                "timer.unit_unlinked",
+                Code::TimerUnitUnlinked,
                 file,
                 at,
                 format!(
@@ -214,7 +214,7 @@ pub fn check_checkpoint(
 ) {
     if cp.last_timer_log_flush_pos > log_data_end as i64 {
         out.push(Finding::new(
-            "timer.checkpoint_ahead",
+            Code::TimerCheckpointAhead,
             path,
             8,
             format!(
@@ -225,7 +225,7 @@ pub fn check_checkpoint(
     }
     if cp.last_timer_queue_offset > timer_queue_max {
         out.push(Finding::new(
-            "timer.checkpoint_ahead",
+            Code::TimerCheckpointAhead,
             path,
             16,
             format!(

@@ -80,7 +80,7 @@ pub fn plan(store: &Store) -> Result<Plan> {
         (n, false) => format!("verify has {n} {what} finding(s)"),
         (n, true) => format!("verify has {n} {what} finding(s), and the commitlog changes"),
     };
-    let cq_findings = problems(&report, "consumequeue.");
+    let cq_findings = problems(&report, "consumequeue");
     if commitlog_changes || cq_findings > 0 {
         d.act(
             why(cq_findings, "consume queue"),
@@ -90,7 +90,7 @@ pub fn plan(store: &Store) -> Result<Plan> {
             0,
         );
     }
-    let ix_findings = problems(&report, "index.");
+    let ix_findings = problems(&report, "index");
     if commitlog_changes || ix_findings > 0 {
         d.act(
             why(ix_findings, "index"),
@@ -118,7 +118,7 @@ pub fn plan(store: &Store) -> Result<Plan> {
     let cp_findings = report
         .findings
         .iter()
-        .filter(|f| f.code.starts_with("checkpoint."))
+        .filter(|f| f.code.part() == "checkpoint")
         .count();
     if cp_findings > 0 || commitlog_changes {
         d.act(
@@ -145,12 +145,12 @@ pub fn plan(store: &Store) -> Result<Plan> {
     })
 }
 
-/// Findings above info whose code starts with `prefix`.
-fn problems(report: &Report, prefix: &str) -> usize {
+/// Findings above info about `part` of the store (`index`, `consumequeue`).
+fn problems(report: &Report, part: &str) -> usize {
     report
         .findings
         .iter()
-        .filter(|f| f.code.starts_with(prefix) && f.severity > Severity::Info)
+        .filter(|f| f.code.part() == part && f.severity > Severity::Info)
         .count()
 }
 

@@ -11,7 +11,7 @@ use crate::format::config::{
     TopicConfigs,
 };
 use crate::format::entry::Kind;
-use crate::format::finding::{Finding, Severity};
+use crate::format::finding::{Code, Finding, Severity};
 
 /// Byte offset of a parse error in a config file, 0 when it parses or cannot be read.
 fn parse_error_offset<T: ConfigFile>(path: &Path) -> u64 {
@@ -27,7 +27,7 @@ fn config_kind_findings(path: &Path, backup: bool, sink: &mut Sink) {
     match e.kind {
         Kind::File { len } if len > crate::format::config::MAX_CONFIG_BYTES => {
             let f = Finding::new(
-                "config.too_large",
+                Code::ConfigTooLarge,
                 path,
                 0,
                 format!(
@@ -47,7 +47,7 @@ fn config_kind_findings(path: &Path, backup: bool, sink: &mut Sink) {
         Kind::File { .. } | Kind::Missing => {}
         k => sink.push(
             Finding::new(
-                "config.not_a_file",
+                Code::ConfigNotAFile,
                 path,
                 0,
                 format!(
@@ -79,7 +79,7 @@ fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Op
                             if let Err(e) = T::from_bytes(&b) {
                                 sink.push(
                                     Finding::new(
-                                        "config.bad_backup",
+                                        Code::ConfigBadBackup,
                                         &bak,
                                         e.offset,
                                         format!("{name}.bak does not parse: {}", e.kind),
@@ -94,7 +94,7 @@ fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Op
                 }
                 ConfigSource::Backup { reason } => sink.push(
                     Finding::new(
-                        "config.from_backup",
+                        Code::ConfigFromBackup,
                         &main,
                         parse_error_offset::<T>(&main),
                         format!("{name} is {reason}; its .bak parses"),
@@ -107,7 +107,7 @@ fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Op
                 ConfigSource::Missing => {}
                 ConfigSource::Empty { reason } => sink.push(
                     Finding::new(
-                        "config.unparsable",
+                        Code::ConfigUnparsable,
                         &main,
                         parse_error_offset::<T>(&main),
                         format!("no usable content: {reason}"),
@@ -120,7 +120,7 @@ fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Op
         Err(e) => {
             sink.push(
                 Finding::new(
-                    "config.unparsable",
+                    Code::ConfigUnparsable,
                     &main,
                     parse_error_offset::<T>(&main),
                     e.to_string(),
@@ -168,7 +168,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
                 // Java's split("@") does not give two parts: no consumer ever reads this entry.
                 sink.push(
                     Finding::new(
-                        "config.bad_offset_key",
+                        Code::ConfigBadOffsetKey,
                         &co_path,
                         text_offset(&co_path, topic),
                         format!("offsetTable key {topic:?}@{group:?} is not topic@group"),
@@ -183,7 +183,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
                 if off > max as i64 {
                     sink.push(
                         Finding::new(
-                            "config.offset_above_max",
+                            Code::ConfigOffsetAboveMax,
                             &co_path,
                             at,
                             format!(
@@ -197,7 +197,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
                 } else if off >= 0 && (off as u64) < min {
                     sink.push(
                         Finding::new(
-                            "config.offset_below_min",
+                            Code::ConfigOffsetBelowMin,
                             &co_path,
                             at,
                             format!(
@@ -218,7 +218,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
                 let at = text_offset(&d_path, &format!("{level}:"));
                 if level < 1 || level > max_level {
                     sink.push(Finding::new(
-                        "config.delay_offset",
+                        Code::ConfigDelayOffset,
                         &d_path,
                         at,
                         format!("delay level {level} is outside 1..={max_level}"),
@@ -229,7 +229,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
                 if off < min as i64 || off > max as i64 {
                     sink.push(
                         Finding::new(
-                            "config.delay_offset",
+                            Code::ConfigDelayOffset,
                             &d_path,
                             at,
                             format!(
@@ -256,14 +256,14 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
                 }
                 match t.get(topic) {
                     None => sink.push(Finding::new(
-                        "config.unknown_topic",
+                        Code::ConfigUnknownTopic,
                         &cq.dir,
                         0,
                         format!("topic {topic} has a consume queue but is not in topics.json"),
                     )),
                     Some(c) if *qid >= c.read_queue_nums.max(c.write_queue_nums) => {
                         sink.push(Finding::new(
-                            "config.unknown_topic",
+                            Code::ConfigUnknownTopic,
                             &cq.dir,
                             0,
                             format!(

@@ -14,7 +14,7 @@ use crate::engine::store::{paths, Store};
 use crate::format::commitlog::prop;
 use crate::format::consumequeue::ConsumeQueue;
 use crate::format::entry::{Entry, Kind};
-use crate::format::finding::Finding;
+use crate::format::finding::{Code, Finding};
 
 /// One `commitlog.bad_header` finding per damaged field.
 pub(super) fn header_findings(store: &Store, j: &headers::Judgement, sink: &mut Sink) {
@@ -68,7 +68,7 @@ pub(super) fn header_findings(store: &Store, j: &headers::Judgement, sink: &mut 
         };
         sink.push(
             Finding::new(
-                "commitlog.bad_header",
+                Code::CommitlogBadHeader,
                 &seg.path,
                 d.offset - seg.start,
                 format!("{}: {}{proven}", d.title(), d.why),
@@ -89,9 +89,9 @@ pub(super) fn gap_findings(store: &Store, gaps: &[Gap], j: &headers::Judgement, 
             continue;
         };
         let (code, what) = if g.found > g.expected {
-            ("commitlog.queue_offset_gap", "jumps")
+            (Code::CommitlogQueueOffsetGap, "jumps")
         } else {
-            ("commitlog.queue_offset_repeat", "goes back")
+            (Code::CommitlogQueueOffsetRepeat, "goes back")
         };
         sink.push(
             Finding::new(
@@ -150,7 +150,7 @@ pub(super) fn entry_findings(
         for e in &store.commitlog.odd {
             sink.push(
                 Finding::new(
-                    "commitlog.not_a_file",
+                    Code::CommitlogNotAFile,
                     &e.path,
                     0,
                     format!(
@@ -166,7 +166,7 @@ pub(super) fn entry_findings(
             if !matches!(e.kind, Kind::File { .. } | Kind::Missing) {
                 sink.push(
                     Finding::new(
-                        "store.not_a_file",
+                        Code::StoreNotAFile,
                         &e.path,
                         0,
                         format!("{name} is {}", what(&e)),
@@ -187,7 +187,7 @@ pub(super) fn entry_findings(
             for p in &q.foreign {
                 sink.push(
                     Finding::new(
-                        "consumequeue.foreign_file",
+                        Code::ConsumequeueForeignFile,
                         p,
                         0,
                         format!(
@@ -201,7 +201,7 @@ pub(super) fn entry_findings(
             for e in &q.odd {
                 sink.push(
                     Finding::new(
-                        "consumequeue.not_a_file",
+                        Code::ConsumequeueNotAFile,
                         &e.path,
                         0,
                         format!(
@@ -218,7 +218,7 @@ pub(super) fn entry_findings(
         for e in &store.consumequeue_odd {
             sink.push(
                 Finding::new(
-                    "consumequeue.foreign_entry",
+                    Code::ConsumequeueForeignEntry,
                     &e.path,
                     0,
                     format!("{} under consumequeue/ that is not a queue folder", what(e)),
@@ -229,7 +229,7 @@ pub(super) fn entry_findings(
         for (p, e) in &store.bad_topic_dirs {
             sink.push(
                 Finding::new(
-                    "consumequeue.bad_topic_dir",
+                    Code::ConsumequeueBadTopicDir,
                     p,
                     0,
                     format!("the folder name is no topic the broker accepts: {e}"),
@@ -242,7 +242,7 @@ pub(super) fn entry_findings(
         for e in &store.index_odd {
             sink.push(
                 Finding::new(
-                    "index.not_a_file",
+                    Code::IndexNotAFile,
                     &e.path,
                     0,
                     format!("{} in index/, where only index files belong", what(e)),
@@ -260,7 +260,7 @@ pub(super) fn layout_findings(store: &Store, file_size: u64, prep: &Prepared, si
         match issue {
             LayoutIssue::Foreign { path } => sink.push(
                 Finding::new(
-                    "commitlog.foreign_file",
+                    Code::CommitlogForeignFile,
                     &path,
                     0,
                     "a file in commitlog/ whose name is not a 20-digit offset".to_string(),
@@ -281,7 +281,7 @@ pub(super) fn layout_findings(store: &Store, file_size: u64, prep: &Prepared, si
                         .is_some_and(|s| s.path == path);
                 sink.push(
                     Finding::new(
-                        "commitlog.file_size",
+                        Code::CommitlogFileSize,
                         &path,
                         len.min(expected),
                         format!("commitlog file is {len} bytes, expected {expected}"),
@@ -302,7 +302,7 @@ pub(super) fn layout_findings(store: &Store, file_size: u64, prep: &Prepared, si
                     .map_or_else(|| store.commitlog.dir.clone(), |s| s.path.clone());
                 sink.push(
                     Finding::new(
-                        "commitlog.gap",
+                        Code::CommitlogGap,
                         &path,
                         0,
                         format!("no commitlog file holds offsets {from}..{to}"),
@@ -311,7 +311,7 @@ pub(super) fn layout_findings(store: &Store, file_size: u64, prep: &Prepared, si
                 );
             }
             LayoutIssue::Overlap { first, second } => sink.push(Finding::new(
-                "commitlog.overlap",
+                Code::CommitlogOverlap,
                 &second,
                 0,
                 format!("starts before {} ends", first.display()),
@@ -322,7 +322,7 @@ pub(super) fn layout_findings(store: &Store, file_size: u64, prep: &Prepared, si
         for s in &store.commitlog.segments {
             if s.start % file_size != 0 {
                 sink.push(Finding::new(
-                    "commitlog.misnamed",
+                    Code::CommitlogMisnamed,
                     &s.path,
                     0,
                     format!(
@@ -365,7 +365,7 @@ pub(super) fn dup_findings(
         }
         if let Some(seg) = store.commitlog.segment_for(dup) {
             sink.push(Finding::new(
-                "commitlog.duplicate_uniq_key",
+                Code::CommitlogDuplicateUniqKey,
                 &seg.path,
                 dup - seg.start,
                 format!(
@@ -404,7 +404,7 @@ pub(super) fn missing_findings(
         let (path, pos) = unit_location(cq, first.unwrap_or(lo));
         sink.push(
             Finding::new(
-                "consumequeue.missing_unit",
+                Code::ConsumequeueMissingUnit,
                 &path,
                 pos,
                 format!(
@@ -430,12 +430,12 @@ pub(super) fn missing_findings(
         );
         if lag {
             sink.push(
-                Finding::new("consumequeue.lag", &path, pos, msg)
+                Finding::new(Code::ConsumequeueLag, &path, pos, msg)
                     .with_action("dispatch lag: the broker dispatches them on its next start"),
             );
         } else {
             sink.push(
-                Finding::new("consumequeue.missing_unit", &path, pos, msg).with_action(format!(
+                Finding::new(Code::ConsumequeueMissingUnit, &path, pos, msg).with_action(format!(
                     "never dispatched again: the broker re-dispatches only from offset \
                      {redispatch_from}"
                 )),

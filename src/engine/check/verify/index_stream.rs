@@ -7,7 +7,7 @@ use super::scan::Merged;
 use super::Sink;
 use crate::engine::check::recovery;
 use crate::engine::store::{paths, Store};
-use crate::format::finding::{Finding, Severity};
+use crate::format::finding::{Code, Finding, Severity};
 use crate::format::geometry::Source;
 use crate::format::indexfile::{
     check_file_with, check_sequence, IndexEntry, IndexFile, IndexGeometry, IndexHeader,
@@ -137,7 +137,7 @@ pub(super) fn open_index(store: &Store, report: bool, sink: &mut Sink) -> Option
     if geometry.validate().is_err() {
         if report {
             sink.push(Finding::new(
-                "index.geometry",
+                Code::IndexGeometry,
                 &dir,
                 0,
                 format!("index geometry {geometry} is not possible; index entries not checked"),
@@ -170,7 +170,7 @@ pub(super) fn open_index(store: &Store, report: bool, sink: &mut Sink) -> Option
                 if report {
                     sink.push(
                         Finding::new(
-                            "index.bad_file",
+                            Code::IndexBadFile,
                             p,
                             0,
                             format!("does not open as an index file of {geometry}: {e}"),
@@ -183,7 +183,7 @@ pub(super) fn open_index(store: &Store, report: bool, sink: &mut Sink) -> Option
     }
     if mismatched > 0 && matches!(g.index_slots.source, Source::Default) && report {
         sink.push(Finding::new(
-            "index.geometry",
+            Code::IndexGeometry,
             &dir,
             0,
             format!(
@@ -224,9 +224,9 @@ pub(super) fn index_file_findings(ix: &IndexStream, f: &IdxFile) -> Vec<Finding>
     .into_iter()
     .map(|p| {
         let code = if p.offset < 40 {
-            "index.header_mismatch"
+            Code::IndexHeaderMismatch
         } else {
-            "index.bad_chain"
+            Code::IndexBadChain
         };
         Finding::new(code, &f.path, p.offset, p.what)
             .with_action("the broker trusts the file: lookups through this part miss or loop")
@@ -264,7 +264,7 @@ pub(super) fn entries_outside_commitlog(
     }
     if stale > 0 {
         out.push(Finding::new(
-            "index.stale_entry",
+            Code::IndexStaleEntry,
             &f.path,
             0,
             format!(
@@ -275,7 +275,7 @@ pub(super) fn entries_outside_commitlog(
     if let Some((n, o)) = past {
         out.push(
             Finding::new(
-                "index.dangling_entry",
+                Code::IndexDanglingEntry,
                 &f.path,
                 ix.geometry.entry_pos(n),
                 format!("{past_n} entries from entry {n} point past the commitlog's end of data (first: offset {o})"),
@@ -332,7 +332,7 @@ pub(super) fn index_findings(
         if store.index_files.is_empty() && merged.idx.lag > 0 {
             sink.push(
                 Finding::new(
-                    "index.missing_key",
+                    Code::IndexMissingKey,
                     &dir,
                     0,
                     format!(
@@ -375,7 +375,7 @@ pub(super) fn index_findings(
             })
             .map_or(dir.clone(), |f| f.path.clone());
         sink.push(Finding::new(
-            "index.header_mismatch",
+            Code::IndexHeaderMismatch,
             &file,
             p.offset,
             p.what,
@@ -386,7 +386,7 @@ pub(super) fn index_findings(
             if let Some(seg) = store.commitlog.segment_for(first) {
                 sink.push(
                     Finding::new(
-                        "index.lag",
+                        Code::IndexLag,
                         &seg.path,
                         first - seg.start,
                         format!(

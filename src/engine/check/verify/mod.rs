@@ -42,12 +42,13 @@ use crate::engine::check::recovery::{self, FileWalk, RecoveryMode, RecoveryPlan}
 use crate::engine::store::{paths, Store};
 use crate::format::consumequeue::ConsumeQueue;
 use crate::format::error::Result;
-use crate::format::finding::{Finding, Severity};
+use crate::format::finding::{Code, Finding, Severity};
 
 mod config_check;
 mod dups;
 mod findings;
 mod index_stream;
+mod locate;
 mod names;
 mod props;
 mod queue_check;
@@ -251,7 +252,7 @@ pub struct Report {
 #[derive(Debug, Default)]
 struct Sink {
     list: Vec<Finding>,
-    per_code: HashMap<&'static str, usize>,
+    per_code: HashMap<Code, usize>,
     dropped: [u64; 3],
     cap: usize,
 }
@@ -634,7 +635,7 @@ fn verify_with_side(
     }
     // Index entries of a record whose topic changed do not hash to it: one damage, one finding.
     sink.list.retain(|f| {
-        !(matches!(f.code, "index.dangling_entry" | "index.missing_key")
+        !(matches!(f.code, Code::IndexDanglingEntry | Code::IndexMissingKey)
             && f.record.is_some_and(|o| judgement.is_damaged(o)))
     });
     // What damaged records were counted as in the queues they name.
@@ -719,6 +720,7 @@ fn verify_with_side(
     sink.absorb(config);
 
     let mut findings = std::mem::take(&mut sink.list);
+    locate::locate(store, &mut findings);
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)

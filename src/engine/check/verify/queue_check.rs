@@ -15,7 +15,7 @@ use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::{prop, sysflag, MessageRef, Segment};
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
 use crate::format::error::Result;
-use crate::format::finding::Finding;
+use crate::format::finding::{Code, Finding};
 use crate::format::mapped::Mapped;
 
 /// The commitlog files, each mapped on first use, for the phases after the walk that read single
@@ -216,7 +216,7 @@ pub(super) fn check_queue(
         if f.len != fs {
             r.push(
                 Finding::new(
-                    "consumequeue.file_size",
+                    Code::ConsumequeueFileSize,
                     &f.path,
                     f.len.min(fs),
                     format!(
@@ -228,7 +228,7 @@ pub(super) fn check_queue(
             );
         } else if fs > 0 && f.start % fs != 0 {
             r.push(Finding::new(
-                "consumequeue.file_size",
+                Code::ConsumequeueFileSize,
                 &f.path,
                 0,
                 format!(
@@ -241,7 +241,7 @@ pub(super) fn check_queue(
             if f.start > e {
                 r.push(
                     Finding::new(
-                        "consumequeue.gap",
+                        Code::ConsumequeueGap,
                         &f.path,
                         0,
                         format!(
@@ -261,7 +261,12 @@ pub(super) fn check_queue(
         let map = match cached.map_or_else(|| Mapped::open(&f.path).map(Arc::new), Ok) {
             Ok(m) => m,
             Err(e) => {
-                r.push(Finding::new("store.unreadable", &f.path, 0, e.to_string()));
+                r.push(Finding::new(
+                    Code::StoreUnreadable,
+                    &f.path,
+                    0,
+                    e.to_string(),
+                ));
                 continue;
             }
         };
@@ -289,7 +294,7 @@ pub(super) fn check_queue(
             if u.is_pre_blank() {
                 if seen_real {
                     r.push(Finding::new(
-                        "consumequeue.torn",
+                        Code::ConsumequeueTorn,
                         &f.path,
                         fpos,
                         format!("{name}: pre-blank unit at queue offset {q} after real units"),
@@ -302,7 +307,7 @@ pub(super) fn check_queue(
             if let Some(p) = prev_offset {
                 if u.offset <= p {
                     r.push(Finding::new(
-                        "consumequeue.unit_mismatch",
+                        Code::ConsumequeueUnitMismatch,
                         &f.path,
                         fpos,
                         format!(
@@ -370,7 +375,7 @@ pub(super) fn check_queue(
                 r.matched_q(q);
             } else {
                 let finding = Finding::new(
-                    "consumequeue.unit_mismatch",
+                    Code::ConsumequeueUnitMismatch,
                     &f.path,
                     fpos,
                     format!(
@@ -395,7 +400,7 @@ pub(super) fn check_queue(
         }
         if rem != 0 {
             r.push(Finding::new(
-                "consumequeue.torn",
+                Code::ConsumequeueTorn,
                 &f.path,
                 map.len() as u64 - rem as u64,
                 format!("{name}: the file ends with a partial unit of {rem} bytes"),
@@ -406,7 +411,7 @@ pub(super) fn check_queue(
         if let Some((p, pos)) = torn.1 {
             r.push(
                 Finding::new(
-                    "consumequeue.torn",
+                    Code::ConsumequeueTorn,
                     &p,
                     pos,
                     format!(
@@ -425,7 +430,7 @@ pub(super) fn check_queue(
     if stale > 0 {
         if let Some(f) = cq.files.first() {
             r.push(Finding::new(
-                "consumequeue.stale_unit",
+                Code::ConsumequeueStaleUnit,
                 &f.path,
                 0,
                 format!(
@@ -446,7 +451,7 @@ pub(super) fn check_queue(
             };
             r.push(
                 Finding::new(
-                    "consumequeue.past_end",
+                    Code::ConsumequeuePastEnd,
                     &p,
                     pos,
                     format!(

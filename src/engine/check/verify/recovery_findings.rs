@@ -11,7 +11,7 @@ use crate::engine::store::dispatch::SCHEDULE_TOPIC;
 use crate::engine::store::{paths, Store};
 use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
-use crate::format::finding::{Finding, Severity};
+use crate::format::finding::{Code, Finding, Severity};
 use crate::format::mapped::Mapped;
 
 /// `NoBlank` problems for files whose data ends without a blank record while a later file holds
@@ -110,13 +110,13 @@ pub(super) fn walk_findings(
             let action = commitlog_action(store, plan, i, pos, first_stop, at_record);
             let f = match p {
                 WalkProblem::BadRecord { detail, .. } => Finding::new(
-                    "commitlog.bad_record",
+                    Code::CommitlogBadRecord,
                     path,
                     pos,
                     format!("record at commitlog offset {abs} does not parse: {detail}"),
                 ),
                 WalkProblem::BadDelay { value, .. } => Finding::new(
-                    "commitlog.bad_delay",
+                    Code::CommitlogBadDelay,
                     path,
                     pos,
                     format!(
@@ -126,7 +126,7 @@ pub(super) fn walk_findings(
                 WalkProblem::CrcMismatch {
                     stored, computed, ..
                 } => Finding::new(
-                    "commitlog.crc_mismatch",
+                    Code::CommitlogCrcMismatch,
                     path,
                     pos,
                     format!(
@@ -134,7 +134,7 @@ pub(super) fn walk_findings(
                     ),
                 ),
                 WalkProblem::ZeroHole { len, .. } => Finding::new(
-                    "commitlog.hole",
+                    Code::CommitlogHole,
                     path,
                     pos,
                     format!(
@@ -144,7 +144,7 @@ pub(super) fn walk_findings(
                 WalkProblem::BlankSize {
                     found, expected, ..
                 } => Finding::new(
-                    "commitlog.blank_size",
+                    Code::CommitlogBlankSize,
                     path,
                     pos,
                     format!("blank record says {found} bytes left, the file has {expected}"),
@@ -153,7 +153,7 @@ pub(super) fn walk_findings(
                     if opts.strict && *stale > 0 {
                         sink.push(
                             Finding::new(
-                                "commitlog.stale_records",
+                                Code::CommitlogStaleRecords,
                                 path,
                                 pos,
                                 format!(
@@ -167,7 +167,7 @@ pub(super) fn walk_findings(
                     }
                     let no_data = w.stop_pos == 0 && w.records == 0 && w.after_records == 0;
                     let f = Finding::new(
-                        "commitlog.dirty_tail",
+                        Code::CommitlogDirtyTail,
                         path,
                         pos,
                         if no_data {
@@ -190,7 +190,7 @@ pub(super) fn walk_findings(
                     }
                 }
                 WalkProblem::NoBlank { .. } => Finding::new(
-                    "commitlog.no_blank",
+                    Code::CommitlogNoBlank,
                     path,
                     pos,
                     format!(
@@ -212,7 +212,7 @@ pub(super) fn walk_findings(
         }
         if w.problems_not_listed > 0 {
             sink.push(Finding::new(
-                "commitlog.bad_record",
+                Code::CommitlogBadRecord,
                 path,
                 w.stop_pos,
                 format!(
@@ -241,7 +241,7 @@ pub(super) fn marker_findings(
     };
     if let Some(who) = live {
         sink.push(Finding::new(
-            "store.live",
+            Code::StoreLive,
             &store.root.join(paths::LOCK),
             0,
             format!(
@@ -282,7 +282,7 @@ pub(super) fn marker_findings(
         s
     });
     let mut f = Finding::new(
-        "store.abort_present",
+        Code::StoreAbortPresent,
         &path,
         0,
         format!(
@@ -303,7 +303,7 @@ pub(super) fn marker_findings(
         let lost = plan.map_or(0, |p| p.index_records_lost);
         sink.push(
             Finding::new(
-                "index.dropped_on_restart",
+                Code::IndexDroppedOnRestart,
                 &d.path,
                 0,
                 format!(
@@ -333,7 +333,7 @@ pub(super) fn checkpoint_findings(
     let path = store.checkpoint_path();
     if let Some(e) = &prep.checkpoint_error {
         sink.push(
-            Finding::new("checkpoint.bad_file", &path, 0, e.clone())
+            Finding::new(Code::CheckpointBadFile, &path, 0, e.clone())
                 .with_action("StoreCheckpoint maps it anyway; times read as garbage or 0"),
         );
         return;
@@ -342,7 +342,7 @@ pub(super) fn checkpoint_findings(
         if !store.commitlog.segments.is_empty() {
             sink.push(
                 Finding::new(
-                    "checkpoint.missing",
+                    Code::CheckpointMissing,
                     &path,
                     0,
                     "no checkpoint file".to_string(),
@@ -361,7 +361,7 @@ pub(super) fn checkpoint_findings(
             if v > max {
                 sink.push(
                     Finding::new(
-                        "checkpoint.ahead",
+                        Code::CheckpointAhead,
                         &path,
                         off,
                         format!(
@@ -386,7 +386,7 @@ pub(super) fn checkpoint_findings(
         };
         if bad {
             sink.push(Finding::new(
-                "checkpoint.ahead",
+                Code::CheckpointAhead,
                 &path,
                 16,
                 format!(
@@ -410,7 +410,7 @@ pub(super) fn checkpoint_findings(
         };
         if o > merged.data_end {
             sink.push(Finding::new(
-                "checkpoint.ahead",
+                Code::CheckpointAhead,
                 &path,
                 32,
                 format!(
@@ -420,7 +420,7 @@ pub(super) fn checkpoint_findings(
             ));
         } else if !boundary {
             sink.push(Finding::new(
-                "checkpoint.confirm_offset",
+                Code::CheckpointConfirmOffset,
                 &path,
                 32,
                 format!("confirmPhyOffset {o} is not on a record boundary"),

@@ -16,7 +16,7 @@ use crate::engine::check::headers::{Gap, Suspect};
 use crate::engine::check::pieces::{file_piece_size, piece_span, PieceMaps};
 use crate::engine::check::recovery::{self, FileWalk};
 use crate::engine::store::Store;
-use crate::format::finding::Finding;
+use crate::format::finding::{Code, Finding};
 use crate::format::mapped::Mapped;
 
 pub(super) struct Ctx<'a> {
@@ -119,7 +119,7 @@ pub(super) fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
             return empty(sink, None);
         }
         sink.push(Finding::new(
-            "store.unreadable",
+            Code::StoreUnreadable,
             &seg.path,
             0,
             "the commitlog file cannot be mapped or read".to_string(),

@@ -19,7 +19,7 @@ use crate::engine::check::recovery::RecordPlace;
 use crate::engine::store::dispatch::is_system_topic;
 use crate::format::commitlog::{sysflag, MessageRef, MessageVersion, TransactionType};
 use crate::format::consumequeue::{queue_offset_fits, CqUnit, UNIT_SIZE};
-use crate::format::finding::{Finding, Severity};
+use crate::format::finding::{Code, Finding, Severity};
 use crate::format::indexfile::IndexEntry;
 use crate::format::java::masked_crc32;
 use crate::format::mapped::Mapped;
@@ -184,7 +184,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
     }
 
-    fn finding(&mut self, code: &'static str, pos: u64, msg: String) -> &mut Self {
+    fn finding(&mut self, code: Code, pos: u64, msg: String) -> &mut Self {
         self.sink.push(Finding::new(code, self.path, pos, msg));
         self
     }
@@ -281,7 +281,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         if m.body.is_empty() && m.body_crc != 0 {
             self.sink.push(
                 Finding::new(
-                    "commitlog.crc_mismatch",
+                    Code::CommitlogCrcMismatch,
                     self.path,
                     pos,
                     format!(
@@ -316,7 +316,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
         if !odd.is_empty() {
             self.finding(
-                "commitlog.odd_field",
+                Code::CommitlogOddField,
                 pos,
                 format!(
                     "record at commitlog offset {}: {}",
@@ -333,7 +333,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         if let Some(what) = prop_crc_problem(m.raw) {
             self.sink.push(
                 Finding::new(
-                    "commitlog.prop_crc_mismatch",
+                    Code::CommitlogPropCrcMismatch,
                     self.path,
                     pos,
                     format!("record at commitlog offset {}: {what}", m.position),
@@ -514,7 +514,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             };
             self.sink.push(
                 Finding::new(
-                    "index.missing_key",
+                    Code::IndexMissingKey,
                     self.path,
                     m.position - self.seg_start,
                     format!(
@@ -542,7 +542,7 @@ impl<'c, 'a> SegState<'c, 'a> {
             self.idx.time_mismatch += 1;
             self.sink.push(
                 Finding::new(
-                    "index.time_mismatch",
+                    Code::IndexTimeMismatch,
                     ix.path(c),
                     ix.entry_pos(c) + 12,
                     format!(
@@ -562,7 +562,7 @@ impl<'c, 'a> SegState<'c, 'a> {
         }
         self.sink.push(
             Finding::new(
-                "index.dangling_entry",
+                Code::IndexDanglingEntry,
                 ix.path(c),
                 ix.entry_pos(c),
                 format!(

@@ -9,16 +9,16 @@ use crate::engine::store::reader::Reader;
 use crate::engine::store::timer_files::TimerFiles;
 use crate::engine::Store;
 use crate::format::error::Error;
-use crate::format::finding::Finding;
+use crate::format::finding::{Code, Finding};
 use crate::format::java::string_hash;
 use crate::format::timer::check::{check_checkpoint, check_log, check_wheel};
 use crate::format::timer::{DEFAULT_PRECISION_MS, TIMER_TOPIC};
 
 fn file_finding(e: &Error) -> Finding {
     let code = match e {
-        Error::NotAFile { .. } => "timer.not_a_file",
-        _ if e.to_string().contains("timer wheel size") => "timer.wheel_size",
-        _ => "timer.checkpoint_bad",
+        Error::NotAFile { .. } => Code::TimerNotAFile,
+        _ if e.to_string().contains("timer wheel size") => Code::TimerWheelSize,
+        _ => Code::TimerCheckpointBad,
     };
     Finding::new(code, e.path(), e.offset().unwrap_or(0), e.to_string())
 }
@@ -29,7 +29,12 @@ pub(super) fn timer_findings(store: &Store) -> Vec<Finding> {
     let files = match TimerFiles::open(&store.root) {
         Ok(f) => f,
         Err(e) => {
-            out.push(Finding::new("timer.not_a_file", e.path(), 0, e.to_string()));
+            out.push(Finding::new(
+                Code::TimerNotAFile,
+                e.path(),
+                0,
+                e.to_string(),
+            ));
             return out;
         }
     };
@@ -55,7 +60,7 @@ pub(super) fn timer_findings(store: &Store) -> Vec<Finding> {
     };
     if files.checkpoint.is_none() {
         out.push(Finding::new(
-            "timer.checkpoint_bad",
+            Code::TimerCheckpointBad,
             &files.checkpoint_path,
             0,
             "missing while timerlog/ exists: the broker starts the timer from the beginning and \
@@ -118,7 +123,7 @@ fn unit_records(store: &Store, files: &TimerFiles, out: &mut Vec<Finding>) {
             let f = &log.files[i.min(log.files.len() - 1)];
             out.push(
                 Finding::new(
-                    "timer.unit_record",
+                    Code::TimerUnitRecord,
                     &f.path,
                     pos - f.start,
                     format!(
@@ -174,7 +179,7 @@ fn metrics_agree(
         .collect();
     if !differ.is_empty() {
         out.push(Finding::new(
-            "timer.metrics_mismatch",
+            Code::TimerMetricsMismatch,
             &files.metrics_path,
             0,
             format!(
