@@ -1,10 +1,6 @@
 //! The properties verify reads once per record ([`Props`]), the tags code and index key hashes
 //! worked out from them, and the fast hasher for short keys.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-use super::names;
 use crate::engine::store::dispatch::SCHEDULE_TOPIC;
 use crate::format::commitlog::{MessageRef, TransactionType};
 use crate::format::java::bytes_hash_extend;
@@ -102,7 +98,7 @@ impl<'a> Props<'a> {
         for_each_segment(block, |seg| {
             // The segment's first eight bytes (zero-padded): the usual names are told apart by
             // one compare each.
-            let (w, _) = names::end_words(seg);
+            let (w, _) = end_words(seg);
             let value = |at: usize| seg.get(at..).filter(|v| !v.is_empty());
             if w & FIVE == TAGS {
                 p.tags = value(5).or(p.tags);
@@ -166,52 +162,24 @@ pub(super) fn fast_tags_code(
     Some(code)
 }
 
-/// A fast non-cryptographic hasher for short keys (topic names, queue ids, key hashes).
-#[derive(Default, Clone, Copy)]
-pub(super) struct FastHasher(u64);
-
-pub(super) const FAST_K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 33;
-        x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-        x ^= x >> 33;
-        x
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in chunks.by_ref() {
-            let mut a = [0u8; 8];
-            a.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(a)).wrapping_mul(FAST_K);
+/// A name's first and last eight bytes as words (they overlap for names of 9 to 15 bytes); a
+/// name shorter than eight bytes is one zero-padded word.
+#[inline]
+fn end_words(name: &[u8]) -> (u64, u64) {
+    match (name.first_chunk::<8>(), name.last_chunk::<8>()) {
+        (Some(f), Some(l)) => (u64::from_le_bytes(*f), u64::from_le_bytes(*l)),
+        _ => {
+            let w = name
+                .iter()
+                .rev()
+                .fold(0u64, |w, &c| (w << 8) | u64::from(c));
+            (w, w)
         }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut a = [0u8; 8];
-            if let Some(d) = a.get_mut(..rest.len()) {
-                d.copy_from_slice(rest);
-            }
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(a) ^ ((rest.len() as u64) << 59))
-                .wrapping_mul(FAST_K);
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(FAST_K);
-    }
-    fn write_i32(&mut self, n: i32) {
-        self.0 = (self.0.rotate_left(5) ^ n as u32 as u64).wrapping_mul(FAST_K);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(FAST_K);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
     }
 }
 
-pub(super) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+/// The maps of `verify`'s per-record lookups (topic names, queue ids, paths).
+pub(super) type FastMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// The index hash of `topic#key` (`IndexFile.indexKeyHashMethod`) from the hash of `topic#`.
 fn index_hash(prefix: i32, key: &[u8]) -> i32 {
@@ -326,7 +294,6 @@ pub(super) fn key_hash64(key: &[u8]) -> u64 {
         );
         return fold(x ^ 0x1D8E_4E27_C47D_124F, y ^ 32);
     }
-    let mut h = FastHasher(0x243F_6A88_85A3_08D3);
-    h.write(key);
-    h.finish()
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(key)
 }
