@@ -11,12 +11,9 @@
 //! (on stderr for `dump commitlog`, whose stdout holds the messages only). Notes (a limit that cut
 //! the output short, a file that does not parse) go to stderr. A closed pipe ends quietly.
 
-use std::collections::BTreeMap;
 use std::io::{BufWriter, Write};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -26,14 +23,12 @@ use super::line_format::{LineArgs, Style};
 use super::message_printer::{render, MessagePrinter};
 use super::output::{self, format_time, json_line, BodyMode};
 use super::{ExitStatus, GeometryArgs};
-use crate::engine::store::message_json::RecordFile;
 use crate::engine::store::reader::Reader;
+use crate::engine::store::render_walk::{render_in_order, Selection, WalkOutcome};
 use crate::engine::store::StorePath;
 use crate::engine::Store;
 use crate::format::checkpoint::Checkpoint;
-use crate::format::commitlog::read::{parse_record, Record, Segment};
-use crate::format::commitlog::walk_map;
-use crate::format::commitlog::SegmentEnd;
+use crate::format::commitlog::read::Segment;
 use crate::format::config::{
     load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, JsonValue, Loaded,
     SubscriptionGroups, TopicConfigs,
@@ -203,56 +198,19 @@ fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatu
         .map(|n| n.get())
         .unwrap_or(1)
         .clamp(1, 8);
-    let stop = AtomicBool::new(false);
-    // The walk (one thread, in file order) hands batches of raw records to `workers` threads that
-    // render them; this thread writes the rendered batches in order. JSON escaping of bodies is
-    // most of the work, so it is what runs in parallel.
-    let walked = std::thread::scope(|s| -> anyhow::Result<WalkOutcome> {
-        let (batch_tx, batch_rx) = mpsc::sync_channel::<Batch>(workers * 2);
-        let batch_rx = Arc::new(Mutex::new(batch_rx));
-        let (out_tx, out_rx) = mpsc::sync_channel::<Rendered>(workers * 2);
-        let (segs, pb_ref, stop_ref, style) = (&segments, &pb, &stop, &style);
-        let walker = s.spawn(move || walk_all(segs, a, limit, pb_ref, stop_ref, batch_tx));
-        for _ in 0..workers {
-            let (rx, tx) = (Arc::clone(&batch_rx), out_tx.clone());
-            s.spawn(move || loop {
-                let next = match rx.lock() {
-                    Ok(r) => r.recv(),
-                    Err(_) => break,
-                };
-                let Ok(batch) = next else { break };
-                if tx.send(render_batch(&batch, segs, style, a.body)).is_err() {
-                    break;
-                }
-            });
-        }
-        drop((out_tx, batch_rx));
-        let mut pending: BTreeMap<u64, Rendered> = BTreeMap::new();
-        let mut next = 0u64;
-        let mut failed: Option<anyhow::Error> = None;
-        'receive: while let Ok(r) = out_rx.recv() {
-            pending.insert(r.seq, r);
-            while let Some(r) = pending.remove(&next) {
-                next += 1;
-                let written = r
-                    .lines
-                    .and_then(|lines| printer.write_rendered(&lines, r.count));
-                if let Err(e) = written {
-                    failed = Some(e);
-                    stop.store(true, Ordering::Relaxed);
-                    break 'receive;
-                }
-            }
-        }
-        drop(out_rx);
-        let walked = walker
-            .join()
-            .map_err(|_| anyhow::anyhow!("the commitlog walk panicked"))?;
-        match failed {
-            Some(e) => Err(e),
-            None => walked,
-        }
-    });
+    let sel = Selection {
+        from: a.from.unwrap_or(0),
+        topic: a.topic.clone(),
+        limit: a.count,
+    };
+    let walked = render_in_order(
+        &segments,
+        &sel,
+        workers,
+        &|done| pb.set_position(done),
+        |buf, m, file| render(buf, m, file, &style, a.body),
+        |lines, n| printer.write_rendered(lines, n),
+    );
     pb.finish_and_clear();
     let WalkOutcome {
         files,
@@ -282,183 +240,6 @@ fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatu
     } else {
         ExitStatus::Findings
     })
-}
-
-/// Records of one commitlog file, in place in its map, for rendering.
-struct Batch {
-    seq: u64,
-    segment: usize,
-    map: Arc<Mapped>,
-    /// `(commitlog offset, bytes range in the map)` of each record.
-    records: Vec<(u64, std::ops::Range<usize>)>,
-}
-
-/// A batch rendered: its lines and how many messages they hold.
-struct Rendered {
-    seq: u64,
-    lines: anyhow::Result<Vec<u8>>,
-    count: u64,
-}
-
-struct WalkOutcome {
-    files: u64,
-    more: bool,
-    problems: Vec<String>,
-}
-
-/// Bytes of records per batch.
-const BATCH_BYTES: usize = 1 << 20;
-
-fn render_batch(b: &Batch, segments: &[Segment], style: &Style, body: BodyMode) -> Rendered {
-    let bytes: usize = b.records.iter().map(|(_, r)| r.len()).sum();
-    let mut lines = Vec::with_capacity(bytes + bytes / 2);
-    let mut count = 0;
-    let (path, start) = segments
-        .get(b.segment)
-        .map(|s| (s.path.as_path(), s.start))
-        .unwrap_or((Path::new(""), 0));
-    let file = RecordFile::new(path);
-    for (_, range) in &b.records {
-        if let Ok(Record::Message(m)) = parse_record(&b.map, range.start, start, false) {
-            if let Err(e) = render(&mut lines, &m, &file, style, body) {
-                return Rendered {
-                    seq: b.seq,
-                    lines: Err(e),
-                    count,
-                };
-            }
-            count += 1;
-        }
-    }
-    // the pages rendered are not read again (see `Mapped::release`)
-    if let (Some((_, first)), Some((_, last))) = (b.records.first(), b.records.last()) {
-        b.map.release(first.start, last.end);
-    }
-    Rendered {
-        seq: b.seq,
-        lines: Ok(lines),
-        count,
-    }
-}
-
-/// Walk the commitlog files in order, sending the records `--from`/`--topic`/`--count` keep.
-fn walk_all(
-    segments: &[Segment],
-    a: &CommitlogArgs,
-    limit: u64,
-    pb: &indicatif::ProgressBar,
-    stop: &AtomicBool,
-    tx: mpsc::SyncSender<Batch>,
-) -> anyhow::Result<WalkOutcome> {
-    let mut out = WalkOutcome {
-        files: 0,
-        more: false,
-        problems: Vec::new(),
-    };
-    let mut kept = 0u64;
-    let mut seq = 0u64;
-    let mut done_bytes = 0u64;
-    let mut gap: Option<String> = None;
-    let mut hung_up = false;
-    let last = segments.len().saturating_sub(1);
-    let from = a.from.unwrap_or(0);
-    for (i, seg) in segments.iter().enumerate() {
-        if seg.start.saturating_add(seg.len) <= from {
-            done_bytes += seg.len;
-            continue;
-        }
-        let (file_pos, skip_below) = start_in_segment(seg, from);
-        out.files += 1;
-        let map = Arc::new(seg.map()?);
-        let new_batch = |seq: u64| Batch {
-            seq,
-            segment: i,
-            map: Arc::clone(&map),
-            records: Vec::new(),
-        };
-        let mut batch = new_batch(seq);
-        let mut batch_bytes = 0;
-        let mut seen = 0u64;
-        let w = walk_map(&map, seg, file_pos, true, false, |m| {
-            seen += 1;
-            if seen.is_multiple_of(4096) {
-                if stop.load(Ordering::Relaxed) {
-                    hung_up = true;
-                    return ControlFlow::Break(());
-                }
-                pb.set_position(done_bytes + (m.position - seg.start));
-            }
-            if m.position < skip_below || a.topic.as_deref().is_some_and(|t| m.topic != t) {
-                return ControlFlow::Continue(());
-            }
-            if kept >= limit {
-                out.more = true;
-                return ControlFlow::Break(());
-            }
-            kept += 1;
-            let at = (m.position - seg.start) as usize;
-            batch.records.push((m.position, at..at + m.raw.len()));
-            batch_bytes += m.raw.len();
-            if batch_bytes >= BATCH_BYTES {
-                seq += 1;
-                batch_bytes = 0;
-                let full = std::mem::replace(&mut batch, new_batch(seq));
-                if tx.send(full).is_err() {
-                    hung_up = true;
-                    return ControlFlow::Break(());
-                }
-            }
-            ControlFlow::Continue(())
-        });
-        if !batch.records.is_empty() {
-            seq += 1;
-            if tx.send(batch).is_err() {
-                hung_up = true;
-            }
-        }
-        done_bytes += seg.len;
-        if w.stopped || hung_up {
-            break;
-        }
-        // data in a file after one that ended in zeros: a pre-allocated empty next file is normal
-        if w.records > 0 {
-            out.problems.extend(gap.take());
-        }
-        if let Some(e) = w.error {
-            out.problems.push(format!(
-                "{e}; the broker's recovery would stop at this record, dropping everything after it"
-            ));
-        } else if let (true, SegmentEnd::EndOfData { pos }) = (i != last, &w.end) {
-            gap = Some(format!(
-                "{}: data ends at byte {pos} without a blank record, but later files hold data \
-                 (the broker's recovery stops there)",
-                seg.path.display()
-            ));
-        }
-    }
-    Ok(out)
-}
-
-/// Where the walk of `seg` starts for `--from`: the position itself when a message record starts
-/// there, else the file start (records below `from` are skipped).
-fn start_in_segment(seg: &Segment, from: u64) -> (u64, u64) {
-    if from <= seg.start {
-        return (0, 0);
-    }
-    let pos = from - seg.start;
-    let starts_there = Mapped::open(&seg.path).ok().is_some_and(|m| {
-        usize::try_from(pos).is_ok_and(|p| {
-            matches!(
-                parse_record(&m, p, seg.start, false),
-                Ok(Record::Message(_))
-            )
-        })
-    });
-    if starts_there {
-        (pos, from)
-    } else {
-        (0, from)
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

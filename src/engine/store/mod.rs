@@ -6,6 +6,7 @@ pub mod generate;
 pub mod index_builder;
 pub mod message_json;
 pub mod reader;
+pub mod render_walk;
 pub mod safedir;
 pub mod scan;
 pub mod summary;
