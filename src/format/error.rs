@@ -89,6 +89,12 @@ pub enum Error {
     /// A file larger than anything the broker writes there (it is not read).
     #[error("{}: {len} bytes, larger than the {max} bytes such a file can hold", path.display())]
     TooLarge { path: PathBuf, len: u64, max: u64 },
+    /// The run stopped because its interrupt flag was set (Ctrl-C, Esc in the browser).
+    #[error("{}: {what} interrupted", path.display())]
+    Interrupted { path: PathBuf, what: &'static str },
+    /// A worker thread panicked: a bug, said rather than passed on as a panic.
+    #[error("{}: {what} panicked", path.display())]
+    WorkerPanicked { path: PathBuf, what: &'static str },
 }
 
 impl Error {
@@ -114,6 +120,20 @@ impl Error {
         }
     }
 
+    pub fn interrupted(path: &Path, what: &'static str) -> Self {
+        Error::Interrupted {
+            path: path.to_path_buf(),
+            what,
+        }
+    }
+
+    pub fn worker_panicked(path: &Path, what: &'static str) -> Self {
+        Error::WorkerPanicked {
+            path: path.to_path_buf(),
+            what,
+        }
+    }
+
     /// The file this error is about.
     pub fn path(&self) -> &Path {
         match self {
@@ -121,7 +141,9 @@ impl Error {
             | Error::Io { path, .. }
             | Error::Layout { path, .. }
             | Error::NotAFile { path, .. }
-            | Error::TooLarge { path, .. } => path,
+            | Error::TooLarge { path, .. }
+            | Error::Interrupted { path, .. }
+            | Error::WorkerPanicked { path, .. } => path,
         }
     }
 

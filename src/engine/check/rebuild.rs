@@ -681,7 +681,7 @@ pub fn rebuild_from(
         let index = match index {
             Some(h) => h
                 .join()
-                .unwrap_or_else(|_| Err(Error::layout(out_root, "the index thread panicked"))),
+                .unwrap_or_else(|_| Err(Error::worker_panicked(out_root, "the index thread"))),
             None => Ok((0, 0)),
         };
         (queues, index)

@@ -109,9 +109,9 @@ where
         }
         drop(out_rx);
         let walked = walker.join().unwrap_or_else(|_| {
-            Err(Error::layout(
+            Err(Error::worker_panicked(
                 Path::new("commitlog"),
-                "the commitlog walk panicked",
+                "the commitlog walk",
             ))
         });
         match failed {

@@ -495,16 +495,13 @@ fn verify_with_side(
     }
     let (structure, config) = side_thread
         .join()
-        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+        .map_err(|_| crate::format::Error::worker_panicked(&store.root, "a verify worker"))?;
     if opts.interrupted() {
-        return Err(crate::format::Error::layout(
-            &store.root,
-            "verify interrupted",
-        ));
+        return Err(crate::format::Error::interrupted(&store.root, "verify"));
     }
     let mut merged = merged
         .into_inner()
-        .map_err(|_| crate::format::Error::layout(&store.root, "a verify worker panicked"))?;
+        .map_err(|_| crate::format::Error::worker_panicked(&store.root, "a verify worker"))?;
     let dups = ctx.dups.finish();
 
     mark_blanks_in_place(&mut merged.walks);
@@ -556,10 +553,7 @@ fn verify_with_side(
                 if opts.interrupted() {
                     return (
                         i,
-                        Err(crate::format::Error::layout(
-                            &store.root,
-                            "verify interrupted",
-                        )),
+                        Err(crate::format::Error::interrupted(&store.root, "verify")),
                     );
                 }
                 let r = check_queue(

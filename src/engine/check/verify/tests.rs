@@ -255,7 +255,11 @@ fn an_interrupt_stops_the_run_between_pieces() {
         ..Default::default()
     };
     let e = verify(&store, &opts, None).unwrap_err();
-    assert!(e.to_string().contains("verify interrupted"), "{e}");
+    assert!(
+        matches!(e, crate::format::Error::Interrupted { what: "verify", .. }),
+        "{e}"
+    );
+    assert!(e.to_string().ends_with("verify interrupted"), "{e}");
     // set during the walk: the workers stop before the last piece
     flag.store(false, Ordering::Relaxed);
     let opts = VerifyOptions {

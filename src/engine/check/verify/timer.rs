@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::engine::store::reader::Reader;
 use crate::engine::store::timer_files::TimerFiles;
 use crate::engine::Store;
-use crate::format::error::Error;
+use crate::format::error::{Error, ErrorKind};
 use crate::format::finding::{Code, Finding};
 use crate::format::java::string_hash;
 use crate::format::timer::check::{check_checkpoint, check_log, check_wheel};
@@ -17,7 +17,14 @@ use crate::format::timer::{DEFAULT_PRECISION_MS, TIMER_TOPIC};
 fn file_finding(e: &Error) -> Finding {
     let code = match e {
         Error::NotAFile { .. } => Code::TimerNotAFile,
-        _ if e.to_string().contains("timer wheel size") => Code::TimerWheelSize,
+        Error::Data {
+            kind:
+                ErrorKind::Unexpected {
+                    what: "timer wheel size",
+                    ..
+                },
+            ..
+        } => Code::TimerWheelSize,
         _ => Code::TimerCheckpointBad,
     };
     Finding::new(code, e.path(), e.offset().unwrap_or(0), e.to_string())
