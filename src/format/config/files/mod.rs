@@ -245,6 +245,43 @@ impl Bean {
     }
 }
 
+/// A named config table (`topicConfigTable`, `subscriptionGroupTable`) of bean `b`, each entry
+/// read by `from_node` with its key; a repeated key keeps its first place and its last value.
+fn read_table<C>(
+    b: &mut Bean,
+    name: &'static str,
+    from_node: impl Fn(&str, Node) -> Result<C, ParseError>,
+) -> Result<Vec<(String, C)>, ParseError> {
+    let mut table = OrderedMap::new();
+    if let Some(node) = b.take(name) {
+        for e in get_entries(node, name)? {
+            let key = e.key.name().into_owned();
+            let config = from_node(&key, e.value)?;
+            table.put(key, config);
+        }
+    }
+    Ok(table.into_vec())
+}
+
+/// The bean of a config table file: the table under `name`, the data version, the rest.
+fn table_json<C>(
+    name: &str,
+    table: &[(String, C)],
+    to_json: impl Fn(&C) -> JsonValue,
+    data_version: Option<&DataVersion>,
+    extra: &Extra,
+) -> JsonValue {
+    let table = table
+        .iter()
+        .map(|(k, c)| (JsonKey::Str(k.clone()), to_json(c)))
+        .collect();
+    let mut fields = vec![field(name, JsonValue::Object(table))];
+    if let Some(dv) = data_version {
+        fields.push(field("dataVersion", dv.to_json()));
+    }
+    bean(fields, extra)
+}
+
 fn java_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }

@@ -1,7 +1,7 @@
 //! `subscriptionGroup.json`: the consumer group configs.
 
 use super::*;
-use crate::format::config::fastjson::{JsonKey, JsonValue, Node};
+use crate::format::config::fastjson::{JsonValue, Node};
 use crate::format::error::ParseError;
 
 /// `SubscriptionGroupConfig`: the 4.9 properties typed; the 5.x additions (`attributes`,
@@ -144,17 +144,14 @@ impl SubscriptionGroups {
     pub fn from_bytes(text: &[u8]) -> Result<Self, ParseError> {
         let mut b = root(text, "subscriptionGroup.json")?;
         let data_version = b.data_version()?;
-        let mut table = OrderedMap::new();
-        if let Some(node) = b.take("subscriptionGroupTable") {
-            for e in get_entries(node, "subscriptionGroupTable")? {
-                let key = e.key.name().into_owned();
-                let config = SubscriptionGroupConfig::from_node(&key, e.value)?;
-                table.put(key, config);
-            }
-        }
+        let table = read_table(
+            &mut b,
+            "subscriptionGroupTable",
+            SubscriptionGroupConfig::from_node,
+        )?;
         Ok(SubscriptionGroups {
             data_version,
-            table: table.into_vec(),
+            table,
             extra: b.rest(),
         })
     }
@@ -178,16 +175,13 @@ impl SubscriptionGroups {
     }
 
     pub fn to_json(&self) -> JsonValue {
-        let table = self
-            .table
-            .iter()
-            .map(|(k, c)| (JsonKey::Str(k.clone()), c.to_json()))
-            .collect();
-        let mut fields = vec![field("subscriptionGroupTable", JsonValue::Object(table))];
-        if let Some(dv) = &self.data_version {
-            fields.push(field("dataVersion", dv.to_json()));
-        }
-        bean(fields, &self.extra)
+        table_json(
+            "subscriptionGroupTable",
+            &self.table,
+            SubscriptionGroupConfig::to_json,
+            self.data_version.as_ref(),
+            &self.extra,
+        )
     }
 }
 

@@ -146,17 +146,10 @@ impl TopicConfigs {
     pub fn from_bytes(text: &[u8]) -> Result<Self, ParseError> {
         let mut b = root(text, "topics.json")?;
         let data_version = b.data_version()?;
-        let mut table = OrderedMap::new();
-        if let Some(node) = b.take("topicConfigTable") {
-            for e in get_entries(node, "topicConfigTable")? {
-                let key = e.key.name().into_owned();
-                let config = TopicConfig::from_node(&key, e.value)?;
-                table.put(key, config);
-            }
-        }
+        let table = read_table(&mut b, "topicConfigTable", TopicConfig::from_node)?;
         Ok(TopicConfigs {
             data_version,
-            table: table.into_vec(),
+            table,
             extra: b.rest(),
         })
     }
@@ -175,16 +168,13 @@ impl TopicConfigs {
     }
 
     pub fn to_json(&self) -> JsonValue {
-        let table = self
-            .table
-            .iter()
-            .map(|(k, c)| (JsonKey::Str(k.clone()), c.to_json()))
-            .collect();
-        let mut fields = vec![field("topicConfigTable", JsonValue::Object(table))];
-        if let Some(dv) = &self.data_version {
-            fields.push(field("dataVersion", dv.to_json()));
-        }
-        bean(fields, &self.extra)
+        table_json(
+            "topicConfigTable",
+            &self.table,
+            TopicConfig::to_json,
+            self.data_version.as_ref(),
+            &self.extra,
+        )
     }
 }
 
