@@ -32,7 +32,7 @@ use crate::engine::consume::export::{
     plan_export, write_store, ExportItem, ExportOptions, ExportPlan, ExportSource, Include,
 };
 use crate::engine::Store;
-use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::message_in;
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
@@ -126,9 +126,7 @@ fn write_lines(
         let Some(raw) = engine.record_at(item.commitlog_offset) else {
             continue;
         };
-        let Ok(Record::Message(m)) =
-            parse_record(&raw, 0, item.commitlog_offset.max(0) as u64, false)
-        else {
+        let Some(m) = message_in(&raw, item.commitlog_offset) else {
             continue;
         };
         let line = ExportJson {

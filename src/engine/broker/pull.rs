@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::engine::filter::sql::SqlFilter;
 use crate::engine::filter::TagFilter;
 use crate::engine::store::version::BrokerVersion;
-use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::message_in;
 use crate::format::commitlog::MessageRef;
 use crate::format::consumequeue::CqUnit;
 
@@ -233,10 +233,7 @@ pub struct PulledMessage {
 impl PulledMessage {
     /// The record decoded in place, its position set to its commitlog offset.
     pub fn message(&self) -> Option<MessageRef<'_>> {
-        match parse_record(&self.raw, 0, self.commitlog_offset.max(0) as u64, false) {
-            Ok(Record::Message(m)) => Some(m),
-            _ => None,
-        }
+        message_in(&self.raw, self.commitlog_offset)
     }
 }
 
@@ -420,8 +417,8 @@ fn scan<S: PullSource + ?Sized>(
             continue;
         };
         if let Some(f) = req.filter {
-            let keep = match parse_record(&raw, 0, phy.max(0) as u64, false) {
-                Ok(Record::Message(m)) => f.matches_record(&m),
+            let keep = match message_in(&raw, phy) {
+                Some(m) => f.matches_record(&m),
                 // Java decodes the properties from the bytes read; unreadable ones match nothing.
                 _ => matches!(f, MessageFilter::Tag(_)),
             };

@@ -9,7 +9,7 @@ use super::Engine;
 use crate::engine::broker::pull::PullSource;
 use crate::engine::broker::rebalance::MessageQueue;
 use crate::engine::store::paths;
-use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::message_in;
 use crate::format::commitlog::Message;
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
 use crate::format::mapped::Mapped;
@@ -160,10 +160,7 @@ impl Engine {
     /// The record at `phy` as an owned message.
     pub fn message_at(&self, phy: i64) -> Option<Message> {
         let raw = self.record_at(phy)?;
-        match parse_record(&raw, 0, phy.max(0) as u64, false) {
-            Ok(Record::Message(m)) => Some(m.to_owned_message()),
-            _ => None,
-        }
+        message_in(&raw, phy).map(|m| m.to_owned_message())
     }
 
     /// A source consume queue file's map, kept for later reads (the files are not written).

@@ -12,6 +12,7 @@ use crate::engine::broker::pull::PullSource;
 use crate::engine::broker::{property_pairs, set_property, Engine, EngineResult, PutResult};
 use crate::engine::store::dispatch::{SCHEDULE_TOPIC, TRANS_HALF_TOPIC};
 use crate::engine::store::version::BrokerVersion;
+use crate::format::commitlog::message_in;
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::{encode_properties, prop, Message};
 use crate::format::consumequeue::CqUnit;
@@ -234,8 +235,7 @@ impl Engine {
         let Some(raw) = self.read(u.offset, u.size).map(|r| r.into_owned()) else {
             return Ok(DeliveryOutcome::Gone);
         };
-        let Ok(Record::Message(parked)) = parse_record(&raw, 0, u.offset.max(0) as u64, false)
-        else {
+        let Some(parked) = message_in(&raw, u.offset) else {
             return Ok(DeliveryOutcome::Gone);
         };
         let topic = parked.property(prop::REAL_TOPIC).map(|s| s.into_owned());

@@ -22,7 +22,7 @@ use crate::engine::broker::{property_pairs, set_property, Engine, EngineResult, 
 use crate::engine::store::reader::Reader;
 use crate::engine::store::timer_files::read_checkpoint;
 use crate::engine::store::timer_files::TimerFiles;
-use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::message_in;
 use crate::format::commitlog::{encode_properties, prop, Message};
 use crate::format::error::{Error, Result};
 use crate::format::java::{parse_int, parse_long};
@@ -373,9 +373,7 @@ impl Engine {
     ) -> Option<TimerMessage> {
         let t = &self.timer;
         let raw = self.read(phy, size)?;
-        let Ok(Record::Message(m)) = parse_record(&raw, 0, phy.max(0) as u64, false) else {
-            return None;
-        };
+        let m = message_in(&raw, phy)?;
         let out = m
             .property(prop::TIMER_OUT_MS)
             .and_then(|v| parse_long(&v))

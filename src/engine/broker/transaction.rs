@@ -11,7 +11,7 @@ use crate::engine::broker::pull::PullSource;
 use crate::engine::broker::{Engine, EngineError, EngineResult, PutResult};
 use crate::engine::store::dispatch::{TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use crate::engine::store::version::BrokerVersion;
-use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::message_in;
 use crate::format::commitlog::{encode_properties, prop, sysflag, Message, MessageRef};
 use crate::format::consumequeue::CqUnit;
 use crate::format::java::{parse_int, parse_long};
@@ -125,10 +125,7 @@ impl Engine {
 
     fn with_record<T>(&self, u: &CqUnit, f: impl FnOnce(&MessageRef<'_>) -> T) -> Option<T> {
         let raw = self.read(u.offset, u.size)?;
-        match parse_record(&raw, 0, u.offset.max(0) as u64, false) {
-            Ok(Record::Message(m)) => Some(f(&m)),
-            _ => None,
-        }
+        message_in(&raw, u.offset).map(|m| f(&m))
     }
 
     /// The final-state view of every half queue at the clock's now.

@@ -40,7 +40,7 @@ use crate::engine::store::dispatch::{DLQ_PREFIX, RETRY_PREFIX};
 use crate::engine::store::index_builder::IndexNaming;
 use crate::engine::store::writer::{StoreWriter, WriterOptions};
 use crate::format::checkpoint::Checkpoint;
-use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::message_in;
 use crate::format::commitlog::{encode_properties, prop, sysflag, Message, MessageRef};
 use crate::format::commitlog::{MessageVersion, Properties};
 use crate::format::config::{DataVersion, TopicConfig, TopicConfigs};
@@ -295,10 +295,7 @@ fn resend_target(source: ExportSource, f: &Facts) -> (String, i32) {
 
 fn with_record<T>(engine: &Engine, phy: i64, f: impl FnOnce(&MessageRef<'_>) -> T) -> Option<T> {
     let raw = engine.record_at(phy)?;
-    match parse_record(&raw, 0, phy.max(0) as u64, false) {
-        Ok(Record::Message(m)) => Some(f(&m)),
-        _ => None,
-    }
+    message_in(&raw, phy).map(|m| f(&m))
 }
 
 struct Planner<'a> {

@@ -45,6 +45,7 @@ use crate::engine::broker::schedule::DeliveryOutcome;
 use crate::engine::broker::{Engine, EngineError};
 use crate::engine::store::dispatch::RETRY_PREFIX;
 use crate::engine::store::dispatch::{dlq_topic, retry_topic};
+use crate::format::commitlog::message_in;
 use crate::format::commitlog::prop;
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::MessageRef;
@@ -146,10 +147,7 @@ pub struct ReplayMessage {
 impl ReplayMessage {
     /// The record, its position set to its commitlog offset.
     pub fn message(&self) -> Option<MessageRef<'_>> {
-        match parse_record(&self.raw, 0, self.commitlog_offset.max(0) as u64, false) {
-            Ok(Record::Message(m)) => Some(m),
-            _ => None,
-        }
+        message_in(&self.raw, self.commitlog_offset)
     }
 }
 

@@ -31,6 +31,17 @@ pub enum Record<'a> {
     EndOfData,
 }
 
+/// The message record that `raw` holds alone, as read at commitlog offset `phy` (its
+/// [`MessageRef::position`]); `None` for a blank record, bytes that do not parse or a negative
+/// offset. CRC not checked.
+pub fn message_in(raw: &[u8], phy: i64) -> Option<MessageRef<'_>> {
+    let phy = u64::try_from(phy).ok()?;
+    match parse_record(raw, 0, phy, false) {
+        Ok(Record::Message(m)) => Some(m),
+        _ => None,
+    }
+}
+
 /// Parse the record at `pos` of `buf` (one commitlog file). `file_start` is the file's start
 /// offset, used for [`MessageRef::position`]. Error offsets are positions inside `buf`.
 /// With `check_crc`, a body CRC mismatch is an error, as in the broker's recovery.

@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use super::read::{parse_message, parse_message_by_fields, parse_record, Record};
+use super::read::{message_in, parse_message, parse_message_by_fields, parse_record, Record};
 use super::write::blank_record;
 use super::*;
 
@@ -56,6 +56,16 @@ fn worked_example_encodes_to_golden_bytes() {
     let m = example_message();
     assert_eq!(m.encoded_len(), 139);
     assert_eq!(m.encode().unwrap(), golden);
+}
+
+#[test]
+fn a_record_read_alone_is_a_message_at_its_offset() {
+    let golden = example_bytes();
+    let m = message_in(&golden, 4096).unwrap();
+    assert_eq!((m.position, m.topic.as_ref()), (4096, "TopicTest"));
+    assert!(message_in(&golden, -1).is_none());
+    assert!(message_in(&blank_record(64), 0).is_none());
+    assert!(message_in(&golden[..100], 0).is_none());
 }
 
 #[test]
