@@ -3,6 +3,7 @@
 //! consume queue (6.3).
 
 pub mod batch;
+pub mod check;
 pub mod ext;
 pub mod write;
 

@@ -13,6 +13,7 @@ use crate::engine::store::dispatch::record_tags_code;
 use crate::engine::store::Store;
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::{prop, sysflag, MessageRef, Segment};
+use crate::format::consumequeue::check::check_files;
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
 use crate::format::error::Result;
 use crate::format::finding::{Code, Finding};
@@ -201,10 +202,8 @@ pub(super) fn check_queue(
         _ => Vec::new(),
     };
     let mut done_at = 0usize;
-    let fs = cq.file_size;
     let g = &c.store.geometry;
     let name = format!("{}/{}", cq.topic, cq.queue_id);
-    let mut expected_start: Option<u64> = None;
     let mut ended: Option<u64> = None;
     let mut torn: (u64, Option<(PathBuf, u64)>) = (0, None);
     let mut seen_real = false;
@@ -212,51 +211,10 @@ pub(super) fn check_queue(
     let mut stale = 0u64;
     let mut past_end: (u64, Option<(PathBuf, u64, u64)>) = (0, None);
     let sample = c.opts.sample.max(1);
+    for finding in check_files(cq) {
+        r.push(finding);
+    }
     for f in &cq.files {
-        if f.len != fs {
-            r.push(
-                Finding::new(
-                    Code::ConsumequeueFileSize,
-                    &f.path,
-                    f.len.min(fs),
-                    format!(
-                        "consume queue file of {name} is {} bytes, expected {fs}",
-                        f.len
-                    ),
-                )
-                .with_action("MappedFileQueue.load fails: the broker does not start"),
-            );
-        } else if fs > 0 && f.start % fs != 0 {
-            r.push(Finding::new(
-                Code::ConsumequeueFileSize,
-                &f.path,
-                0,
-                format!(
-                    "consume queue file name {} of {name} is not a multiple of {fs}",
-                    f.start
-                ),
-            ));
-        }
-        if let Some(e) = expected_start {
-            if f.start > e {
-                r.push(
-                    Finding::new(
-                        Code::ConsumequeueGap,
-                        &f.path,
-                        0,
-                        format!(
-                            "{name}: no file holds queue offsets {}..{}",
-                            e / UNIT_SIZE as u64,
-                            f.start / UNIT_SIZE as u64
-                        ),
-                    )
-                    .with_action(
-                        "reads of those queue offsets find nothing; the broker only logs the gap",
-                    ),
-                );
-            }
-        }
-        expected_start = Some(f.start.saturating_add(fs.max(f.len)));
         let cached = c.cq_maps.and_then(|m| m.get(&f.path)).cloned();
         let map = match cached.map_or_else(|| Mapped::open(&f.path).map(Arc::new), Ok) {
             Ok(m) => m,
