@@ -2,6 +2,7 @@
 //! reader and byte-exact writer ([`fastjson`]), typed views of the four files ([`files`]), and
 //! loading/persisting with the broker's `.bak` mechanics ([`persist`]).
 
+pub mod check;
 pub mod fastjson;
 pub mod files;
 pub mod persist;

@@ -1,5 +1,6 @@
-//! The config files: each loaded as the broker loads it (falling back to its `.bak`), then the
-//! consumer offsets, delay offsets and topics checked against the consume queues.
+//! The config files: each loaded as the broker loads it (falling back to its `.bak`, checked by
+//! [`check`] beside the format), then the consumer offsets, delay offsets and topics checked
+//! against the consume queues.
 
 use std::path::Path;
 
@@ -7,129 +8,18 @@ use super::{Sink, VerifyOptions};
 use crate::engine::store::dispatch::SCHEDULE_TOPIC;
 use crate::engine::store::Store;
 use crate::format::config::{
-    load_file, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups,
-    TopicConfigs,
+    check, ConfigFile, ConsumerOffsets, DelayOffsets, SubscriptionGroups, TopicConfigs,
 };
-use crate::format::entry::Kind;
-use crate::format::finding::{Code, Finding, Severity};
+use crate::format::finding::{Code, Finding};
 
-/// Byte offset of a parse error in a config file, 0 when it parses or cannot be read.
-fn parse_error_offset<T: ConfigFile>(path: &Path) -> u64 {
-    match crate::format::config::read_config_bytes(path) {
-        Ok(Some(b)) => T::from_bytes(&b).err().map_or(0, |e| e.offset),
-        _ => 0,
-    }
-}
-
-/// A config file (or its `.bak`) that is not a regular file, or too large to read.
-fn config_kind_findings(path: &Path, backup: bool, sink: &mut Sink) {
-    let e = crate::format::entry::probe(path);
-    match e.kind {
-        Kind::File { len } if len > crate::format::config::MAX_CONFIG_BYTES => {
-            let f = Finding::new(
-                Code::ConfigTooLarge,
-                path,
-                0,
-                format!(
-                    "{len} bytes: larger than any config file the broker writes (not read; the \
-                     limit is {} bytes)",
-                    crate::format::config::MAX_CONFIG_BYTES
-                ),
-            );
-            sink.push(if backup {
-                f.with_severity(Severity::Warning).with_action(
-                    "read only when the main file fails; the broker overwrites it on its next persist",
-                )
-            } else {
-                f.with_action("the broker cannot read it whole: loading fails and it uses the .bak")
-            })
-        }
-        Kind::File { .. } | Kind::Missing => {}
-        k => sink.push(
-            Finding::new(
-                Code::ConfigNotAFile,
-                path,
-                0,
-                format!(
-                    "{}{}, not a regular file (not read)",
-                    if e.symlink { "a symlink to " } else { "" },
-                    k.describe()
-                ),
-            )
-            .with_action(if k == Kind::Fifo {
-                "the broker blocks reading it at start (no writer): it hangs"
-            } else {
-                "the broker cannot read it: loading fails"
-            }),
-        ),
-    }
-}
-
+/// [`check::load_checked`] with its findings in `sink`.
 fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Option<T> {
-    let main = store.config_dir().join(name);
-    let bak = crate::format::config::with_suffix(&main, ".bak");
-    config_kind_findings(&main, false, sink);
-    config_kind_findings(&bak, true, sink);
-    match load_file::<T>(&main) {
-        Ok(l) => {
-            match &l.source {
-                ConfigSource::Main => {
-                    if let Ok(Some(b)) = crate::format::config::read_config_bytes(&bak) {
-                        if !b.iter().all(|c| c.is_ascii_whitespace()) {
-                            if let Err(e) = T::from_bytes(&b) {
-                                sink.push(
-                                    Finding::new(
-                                        Code::ConfigBadBackup,
-                                        &bak,
-                                        e.offset,
-                                        format!("{name}.bak does not parse: {}", e.kind),
-                                    )
-                                    .with_action(format!(
-                                        "harmless while {name} parses; the broker writes a new .bak on its next persist"
-                                    )),
-                                );
-                            }
-                        }
-                    }
-                }
-                ConfigSource::Backup { reason } => sink.push(
-                    Finding::new(
-                        Code::ConfigFromBackup,
-                        &main,
-                        parse_error_offset::<T>(&main),
-                        format!("{name} is {reason}; its .bak parses"),
-                    )
-                    .with_action(format!(
-                        "the broker silently loads {name}.bak (the previous generation) and \
-                         overwrites {name} on its next persist"
-                    )),
-                ),
-                ConfigSource::Missing => {}
-                ConfigSource::Empty { reason } => sink.push(
-                    Finding::new(
-                        Code::ConfigUnparsable,
-                        &main,
-                        parse_error_offset::<T>(&main),
-                        format!("no usable content: {reason}"),
-                    )
-                    .with_action("the broker starts with an empty table (its contents are lost)"),
-                ),
-            }
-            Some(l.value)
-        }
-        Err(e) => {
-            sink.push(
-                Finding::new(
-                    Code::ConfigUnparsable,
-                    &main,
-                    parse_error_offset::<T>(&main),
-                    e.to_string(),
-                )
-                .with_action("ConfigManager.load fails: the broker does not start"),
-            );
-            None
-        }
+    let mut found = Vec::new();
+    let value = check::load_checked::<T>(&store.config_dir(), name, &mut found);
+    for f in found {
+        sink.push(f);
     }
+    value
 }
 
 /// Byte offset of the first occurrence of `needle` in a file, 0 when absent.
