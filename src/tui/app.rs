@@ -1,12 +1,13 @@
-//! The browser's state, what each key does, the screens and the health job. No drawing and no
+//! The browser's state, what each key does, the screens. No drawing and no
 //! terminal here: tests drive `App` with key events and read its state, `ui` draws it. More of
 //! `App` lives beside it: `lists` (each list filtered and sorted), `queue_list` (a queue's
 //! messages, paged with `paging` through `filter`), `actions` (what can be done with a
-//! message); `model` loads what is listed. What a key asks of the terminal (clipboard, pager)
+//! message), `health_job` (verify in the background, going to a finding), `input` (the input
+//! line); `model` loads what is listed. What a key asks of the terminal (clipboard, pager)
 //! is left in [`App::take_terminal_request`] for the event loop.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 
@@ -15,13 +16,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKi
 use super::filter::MessageFilter;
 use super::model::{load_view, GroupRow, GroupSummary, TopicRow};
 use super::paging::{MatchCount, PageScan};
-use super::time::{format_utc, parse_utc};
-use crate::engine::check::recovery::plan as recovery_plan;
-use crate::engine::check::verify::{verify, VerifyOptions};
+use super::time::format_utc;
 use crate::engine::store::reader::Reader;
 use crate::engine::Store;
 use crate::format::commitlog::MessageRef;
-use crate::format::finding::{Finding, Location};
+use crate::format::finding::Finding;
 
 /// Which screen is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,7 +127,7 @@ pub enum TerminalRequest {
 }
 
 /// What the verify worker sends back.
-enum Job {
+pub(super) enum Job {
     Health(Result<Vec<Finding>, String>),
     Recovery(Result<Vec<String>, String>),
 }
@@ -203,11 +202,11 @@ pub struct App {
     pub page: usize,
     pub quit: bool,
     pub(super) terminal_request: Option<TerminalRequest>,
-    jobs_tx: Sender<Job>,
-    jobs_rx: Receiver<Job>,
-    cancel: Arc<AtomicBool>,
-    progress: Arc<AtomicU64>,
-    progress_total: Arc<AtomicU64>,
+    pub(super) jobs_tx: Sender<Job>,
+    pub(super) jobs_rx: Receiver<Job>,
+    pub(super) cancel: Arc<AtomicBool>,
+    pub(super) progress: Arc<AtomicU64>,
+    pub(super) progress_total: Arc<AtomicU64>,
 }
 
 /// Sort columns of each list, the first being the natural order.
@@ -596,225 +595,5 @@ impl App {
             }
             _ => {}
         }
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // Health
-
-    pub(super) fn jump_to_finding(&mut self, f: &Finding) {
-        match &f.location {
-            Location::Commitlog { offset } => {
-                let at = f.record.unwrap_or(*offset);
-                match self.reader.message_at(at) {
-                    Ok(Some(_)) => self.open_detail(at),
-                    _ => {
-                        self.status = format!(
-                            "{} byte {}: no readable record starts there",
-                            f.file.display(),
-                            f.offset
-                        )
-                    }
-                }
-            }
-            Location::QueueUnit {
-                topic,
-                queue_id,
-                unit,
-            } => {
-                let (t, q, u) = (topic.clone(), *queue_id, *unit);
-                self.open_queue(&t, q, u);
-            }
-            _ => {
-                self.status = format!(
-                    "{} byte {}: not a commitlog or consume queue file; the finding is in full below",
-                    f.file.display(),
-                    f.offset
-                );
-            }
-        }
-    }
-
-    /// Run `verify` and plan the recovery on a worker thread; the health screen fills in.
-    pub fn start_health(&mut self) {
-        if matches!(self.health_state, HealthState::Running { .. }) {
-            return;
-        }
-        // a flag of its own: a run stopped earlier keeps its set flag and ends on its own
-        self.cancel = Arc::new(AtomicBool::new(false));
-        self.health_state = HealthState::Running { done: 0, total: 0 };
-        let store = self.store();
-        let tx = self.jobs_tx.clone();
-        let (done, total) = (self.progress.clone(), self.progress_total.clone());
-        let cancel = self.cancel.clone();
-        std::thread::spawn(move || {
-            let progress = move |_p, d: u64, t: u64| {
-                done.store(d, Ordering::Relaxed);
-                total.store(t, Ordering::Relaxed);
-            };
-            let opts = VerifyOptions {
-                interrupt: Some(cancel.clone()),
-                ..Default::default()
-            };
-            let r = verify(store, &opts, Some(&progress));
-            if cancel.load(Ordering::Relaxed) {
-                return;
-            }
-            let _ = tx.send(Job::Health(
-                r.map(|r| r.findings).map_err(|e| e.to_string()),
-            ));
-            let plan = recovery_plan(store, true)
-                .map(|p| p.steps())
-                .map_err(|e| e.to_string());
-            if !cancel.load(Ordering::Relaxed) {
-                let _ = tx.send(Job::Recovery(plan));
-            }
-        });
-    }
-
-    /// Collect what background work finished; true when something changed.
-    pub fn poll_jobs(&mut self) -> bool {
-        let mut changed = false;
-        if let HealthState::Running { .. } = self.health_state {
-            self.health_state = HealthState::Running {
-                done: self.progress.load(Ordering::Relaxed),
-                total: self.progress_total.load(Ordering::Relaxed),
-            };
-            changed = true;
-        }
-        if let Some(c) = self.filter_count.as_mut().filter(|c| !c.reported) {
-            // redraw while counting, and once more for the final count
-            c.reported = c.progress.done.load(Ordering::Relaxed);
-            changed = true;
-        }
-        while let Ok(job) = self.jobs_rx.try_recv() {
-            match job {
-                Job::Health(Ok(f)) => {
-                    self.status = format!("health: {}", count_of(f.len(), "finding"));
-                    self.show_recovery = f.is_empty();
-                    self.health = f;
-                    self.health_state = HealthState::Done;
-                    self.clamp_selection();
-                }
-                Job::Health(Err(e)) => self.health_state = HealthState::Failed(e),
-                Job::Recovery(r) => self.recovery = Some(r),
-            }
-            changed = true;
-        }
-        changed
-    }
-
-    /// Stop background work (its result is dropped).
-    pub fn cancel_jobs(&mut self) {
-        self.cancel.store(true, Ordering::Relaxed);
-        self.stop_filter_count();
-        if matches!(self.health_state, HealthState::Running { .. }) {
-            self.health_state = HealthState::NotStarted;
-        }
-    }
-
-    // ----------------------------------------------------------------------------------------
-    // The input line
-
-    pub(super) fn submit(&mut self, kind: InputKind, text: &str) {
-        match kind {
-            InputKind::Search => self.search(text),
-            InputKind::Goto => self.goto(text),
-            InputKind::SavePath => self.save_message(text),
-            InputKind::Filter => self.set_filter(text),
-            InputKind::ListFilter => {
-                let needle = text.to_lowercase();
-                self.keeping_selection(|app| app.list_filter = needle);
-                if !self.list_filter.is_empty() {
-                    self.status = format!("showing rows containing {text:?} (Esc clears)");
-                }
-            }
-        }
-    }
-
-    /// `F`: an offset message id, a UNIQ_KEY (index, every topic), or a key (index, every topic).
-    pub fn search(&mut self, text: &str) {
-        if text.is_empty() {
-            return;
-        }
-        let mut hits: Vec<u64> = Vec::new();
-        let mut how = String::new();
-        if let Some(l) = self.reader.by_offset_msg_id(text) {
-            if let Some(r) = l.record {
-                hits.push(r.message.position);
-                how = "offset message id".into();
-            }
-        }
-        if hits.is_empty() {
-            let r = self.reader.by_uniq_key(text, None, 64);
-            if !r.offsets.is_empty() {
-                hits = r.offsets.clone();
-                how = "UNIQ_KEY through the index".into();
-            }
-        }
-        if hits.is_empty() {
-            let topics: Vec<String> = self.reader.topics().to_vec();
-            for t in topics {
-                let r = self.reader.query_message(&t, text, 64, 0, i64::MAX);
-                hits.extend(r.matching());
-            }
-            hits.sort_unstable();
-            hits.dedup();
-            how = "key through the index".into();
-        }
-        if hits.is_empty() && self.reader.index_file_count() == 0 {
-            let r = self.reader.scan(64, |m| {
-                m.uniq_key().as_deref() == Some(text) || m.keys().iter().any(|k| k == text)
-            });
-            hits = r.offsets.clone();
-            how = "commitlog scan (no index files)".into();
-        }
-        self.results_title = format!("'{text}': {} found ({how})", hits.len());
-        self.results = hits;
-        self.result_sel = 0;
-        if !self.results.is_empty() {
-            self.go(Screen::Results);
-        }
-        self.status = self.results_title.clone();
-    }
-
-    /// `g`: a queue offset, or a time (epoch ms, or a date-time in UTC unless it names its
-    /// offset), in the queue of the message list.
-    pub fn goto(&mut self, text: &str) {
-        let queue = match self.screen {
-            Screen::Queues => self.topic().zip(self.queue()),
-            Screen::Messages | Screen::Detail => self.list_topic().zip(self.list_queue()),
-            _ => None,
-        };
-        let Some((topic, q)) = queue.map(|(t, q)| (t.name.clone(), q.id)) else {
-            self.status = "open a queue first".into();
-            return;
-        };
-        // small numbers are queue offsets; epoch-ms sized ones and dates are times
-        let target = text.parse::<u64>().ok().filter(|&n| n < 100_000_000_000);
-        let (target, what) = match target {
-            Some(n) => (n, format!("queue offset {n}")),
-            None => match parse_utc(text) {
-                Ok(ts) => {
-                    let v = crate::engine::store::version::detect_broker_version(self.store()).0;
-                    match self.reader.offset_in_queue_by_time(&topic, q, ts, v) {
-                        Ok(o) => (o.max(0) as u64, format!("{} UTC", format_utc(ts))),
-                        Err(e) => {
-                            self.status = e.to_string();
-                            return;
-                        }
-                    }
-                }
-                Err(e) => {
-                    self.status = format!("not a queue offset or a time: {e}");
-                    return;
-                }
-            },
-        };
-        if self.screen == Screen::Detail {
-            self.go_back();
-        }
-        self.open_queue(&topic, q, target);
-        self.finish_scan();
-        self.status = format!("{what}: queue offset {}", self.msg_sel);
     }
 }

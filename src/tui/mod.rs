@@ -12,6 +12,8 @@ pub mod columns;
 pub mod detail;
 pub mod filter;
 pub mod health;
+mod health_job;
+mod input;
 pub mod keys;
 pub mod lists;
 pub mod model;
