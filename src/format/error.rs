@@ -89,12 +89,43 @@ pub enum Error {
     /// A file larger than anything the broker writes there (it is not read).
     #[error("{}: {len} bytes, larger than the {max} bytes such a file can hold", path.display())]
     TooLarge { path: PathBuf, len: u64, max: u64 },
+    /// A broker (or another process) holds the store that was to be written: nothing is.
+    #[error("{}: {holder}", path.display())]
+    StoreInUse { path: PathBuf, holder: Holder },
     /// The run stopped because its interrupt flag was set (Ctrl-C, Esc in the browser).
     #[error("{}: {what} interrupted", path.display())]
     Interrupted { path: PathBuf, what: &'static str },
     /// A worker thread panicked: a bug, said rather than passed on as a panic.
     #[error("{}: {what} panicked", path.display())]
     WorkerPanicked { path: PathBuf, what: &'static str },
+}
+
+/// Who holds a store that was to be written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// A process holds the POSIX lock on `lock` (the broker's `FileChannel.tryLock`); its pid
+    /// when the lock says (0 or less when it does not).
+    Lock { pid: i32 },
+    /// The pid written in `abort` (5.x) is a running process.
+    AbortPid { pid: u32 },
+}
+
+impl fmt::Display for Holder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Holder::Lock { pid } if pid > 0 => write!(
+                f,
+                "a broker (pid {pid}) holds the store lock: stop it before writing to the store"
+            ),
+            Holder::Lock { .. } => f.write_str(
+                "another process holds the store lock: stop it before writing to the store",
+            ),
+            Holder::AbortPid { pid } => write!(
+                f,
+                "the abort file names pid {pid}, which is running: stop the broker first"
+            ),
+        }
+    }
 }
 
 impl Error {
@@ -142,6 +173,7 @@ impl Error {
             | Error::Layout { path, .. }
             | Error::NotAFile { path, .. }
             | Error::TooLarge { path, .. }
+            | Error::StoreInUse { path, .. }
             | Error::Interrupted { path, .. }
             | Error::WorkerPanicked { path, .. } => path,
         }

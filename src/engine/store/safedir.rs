@@ -8,7 +8,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::engine::store::paths;
-use crate::format::error::{Error, Result};
+use crate::format::error::{Error, Holder, Result};
 
 pub use crate::format::failpoint::failpoint;
 
@@ -80,23 +80,18 @@ pub fn ensure_not_live(root: &Path) -> Result<()> {
     match liveness(root)? {
         Liveness::NotLive => Ok(()),
         Liveness::LockHeld { pid } => Err(held_error(root, pid)),
-        Liveness::AbortPidAlive { pid } => Err(Error::layout(
-            &root.join(paths::ABORT),
-            format!("the abort file names pid {pid}, which is running: stop the broker first"),
-        )),
+        Liveness::AbortPidAlive { pid } => Err(Error::StoreInUse {
+            path: root.join(paths::ABORT),
+            holder: Holder::AbortPid { pid },
+        }),
     }
 }
 
 fn held_error(root: &Path, pid: i32) -> Error {
-    let who = if pid > 0 {
-        format!("a broker (pid {pid})")
-    } else {
-        "another process".to_string()
-    };
-    Error::layout(
-        &root.join(paths::LOCK),
-        format!("{who} holds the store lock: stop it before writing to the store"),
-    )
+    Error::StoreInUse {
+        path: root.join(paths::LOCK),
+        holder: Holder::Lock { pid },
+    }
 }
 
 /// The broker's own lock on a store, held by this process for as long as the value lives: a
@@ -531,7 +526,18 @@ mod tests {
             }
             if line.trim() == "ok" {
                 assert!(matches!(liveness(root).unwrap(), Liveness::LockHeld { .. }));
-                assert!(ensure_not_live(root).is_err());
+                let e = ensure_not_live(root).unwrap_err();
+                assert!(
+                    matches!(
+                        e,
+                        Error::StoreInUse {
+                            holder: Holder::Lock { .. },
+                            ..
+                        }
+                    ),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("holds the store lock"), "{e}");
             }
             let _ = c.kill();
             let _ = c.wait();
@@ -546,6 +552,12 @@ mod tests {
             liveness(root).unwrap(),
             Liveness::AbortPidAlive { pid: sleeper.id() }
         );
+        let e = ensure_not_live(root).unwrap_err();
+        assert!(
+            matches!(e, Error::StoreInUse { holder: Holder::AbortPid { pid }, .. } if pid == sleeper.id()),
+            "{e}"
+        );
+        assert_eq!(e.path(), root.join("abort"));
         let mut sleeper = sleeper;
         sleeper.kill().unwrap();
         sleeper.wait().unwrap();
