@@ -21,7 +21,7 @@ use crate::engine::check::verify::{
     verify, Part, Phase, Report, VerifyOptions, DEFAULT_MAX_PER_CODE,
 };
 use crate::engine::Store;
-use crate::format::finding::{Finding, Severity};
+use crate::format::finding::{Finding, Location, Severity};
 
 /// A part of the store `--only` restricts the checks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -202,7 +202,7 @@ fn print_finding(f: &Finding, out: &mut dyn Write) -> std::io::Result<()> {
         Severity::Warning => output::painted(&label, output::Paint::Yellow, false),
         Severity::Info => label,
     };
-    writeln!(
+    write!(
         out,
         "{} {:<30} {} @ {}",
         label,
@@ -210,6 +210,10 @@ fn print_finding(f: &Finding, out: &mut dyn Write) -> std::io::Result<()> {
         f.file.display(),
         f.offset
     )?;
+    match &f.location {
+        Location::File => writeln!(out)?,
+        place => writeln!(out, " ({place})")?,
+    }
     writeln!(out, "        {}", f.message)?;
     if let Some(a) = &f.broker_action {
         writeln!(out, "        broker: {a}")?;

@@ -304,6 +304,22 @@ fn flipped_body_bit_is_a_crc_mismatch_at_its_record() {
         plan["cut"]["messages_dropped"].as_u64().unwrap(),
         later as u64
     );
+    // the finding's location is the record's commitlog offset, in JSON and in the text
+    assert_eq!(crc[0]["location"]["kind"], "commitlog");
+    assert_eq!(
+        crc[0]["location"]["commitlog_offset"].as_u64().unwrap(),
+        start + rec.pos
+    );
+    let out = bin().arg("verify").arg(&root).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "@ {} (commitlog offset {})",
+            rec.pos,
+            start + rec.pos
+        )),
+        "{text}"
+    );
 
     // without CRC checks the damage is invisible (consume queues and index still agree)
     let n = verify_json(&root, &["--no-crc"]);
