@@ -110,7 +110,7 @@ where
         drop(out_rx);
         let walked = walker.join().unwrap_or_else(|_| {
             Err(Error::worker_panicked(
-                Path::new("commitlog"),
+                segments.first().map_or(Path::new("commitlog"), |s| &s.path),
                 "the commitlog walk",
             ))
         });

@@ -61,13 +61,10 @@ fn config_kind_findings(path: &Path, backup: bool, out: &mut Vec<Finding>) {
     }
 }
 
-/// Load config file `name` of `config_dir` as the broker does (falling back to its `.bak`),
+/// Load config file `T` of `config_dir` as the broker does (falling back to its `.bak`),
 /// with a finding for each thing the broker would trip on or silently work around.
-pub fn load_checked<T: ConfigFile>(
-    config_dir: &Path,
-    name: &str,
-    out: &mut Vec<Finding>,
-) -> Option<T> {
+pub fn load_checked<T: ConfigFile>(config_dir: &Path, out: &mut Vec<Finding>) -> Option<T> {
+    let name = T::FILE_NAME;
     let main = config_dir.join(name);
     let bak = super::with_suffix(&main, ".bak");
     config_kind_findings(&main, false, out);
@@ -151,7 +148,7 @@ mod tests {
         let good = TopicConfigs::new(DataVersion::new(3, 1_700_000_000_000)).to_pretty();
         let load = || {
             let mut out = Vec::new();
-            let t = load_checked::<TopicConfigs>(dir.path(), TOPICS_FILE, &mut out);
+            let t = load_checked::<TopicConfigs>(dir.path(), &mut out);
             (t, out)
         };
         // missing: nothing to say, an empty table

@@ -13,9 +13,9 @@ use crate::format::config::{
 use crate::format::finding::{Code, Finding};
 
 /// [`check::load_checked`] with its findings in `sink`.
-fn load_checked<T: ConfigFile>(store: &Store, name: &str, sink: &mut Sink) -> Option<T> {
+fn load_checked<T: ConfigFile>(store: &Store, sink: &mut Sink) -> Option<T> {
     let mut found = Vec::new();
-    let value = check::load_checked::<T>(&store.config_dir(), name, &mut found);
+    let value = check::load_checked::<T>(&store.config_dir(), &mut found);
     for f in found {
         sink.push(f);
     }
@@ -35,9 +35,7 @@ fn text_offset(path: &Path, needle: &str) -> u64 {
 }
 
 pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Sink) {
-    use crate::format::config::{
-        CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, SUBSCRIPTION_GROUP_FILE, TOPICS_FILE,
-    };
+    use crate::format::config::{CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, TOPICS_FILE};
     let cl_min = store.commitlog.min_offset();
     let bounds = |topic: &str, q: i32| -> (u64, u64) {
         match store.queue(topic, q) {
@@ -49,7 +47,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
         }
     };
     let co_path = store.config_dir().join(CONSUMER_OFFSET_FILE);
-    if let Some(co) = load_checked::<ConsumerOffsets>(store, CONSUMER_OFFSET_FILE, sink) {
+    if let Some(co) = load_checked::<ConsumerOffsets>(store, sink) {
         for (topic, group, queues) in co.iter() {
             if !opts.in_topic(topic) {
                 continue;
@@ -102,7 +100,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
     }
     let d_path = store.config_dir().join(DELAY_OFFSET_FILE);
     if opts.in_topic(SCHEDULE_TOPIC) {
-        if let Some(d) = load_checked::<DelayOffsets>(store, DELAY_OFFSET_FILE, sink) {
+        if let Some(d) = load_checked::<DelayOffsets>(store, sink) {
             let max_level = store.geometry.max_delay_level();
             for (level, off) in d.iter() {
                 let at = text_offset(&d_path, &format!("{level}:"));
@@ -136,7 +134,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
     let t_path = store.config_dir().join(TOPICS_FILE);
     let topics_present =
         t_path.exists() || crate::format::config::with_suffix(&t_path, ".bak").exists();
-    if let Some(t) = load_checked::<TopicConfigs>(store, TOPICS_FILE, sink) {
+    if let Some(t) = load_checked::<TopicConfigs>(store, sink) {
         if topics_present {
             for ((topic, qid), cq) in &store.queues {
                 // System topics (retry, DLQ, transactions, schedule) are created on the fly and
@@ -167,5 +165,5 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
             }
         }
     }
-    let _ = load_checked::<SubscriptionGroups>(store, SUBSCRIPTION_GROUP_FILE, sink);
+    let _ = load_checked::<SubscriptionGroups>(store, sink);
 }
