@@ -9,6 +9,8 @@ use serde::Serialize;
 use crate::engine::store::dispatch::SCHEDULE_TOPIC;
 use crate::format::bytes::i32_at;
 use crate::format::commitlog::read::{parse_record, Record, Segment};
+use crate::format::commitlog::walk::{RecordIter, SegmentEnd};
+use crate::format::error::Error;
 use crate::format::commitlog::{prop, MessageRef, TransactionType, MAGIC_V1, MAGIC_V2};
 use crate::format::indexfile::first_nonzero;
 use crate::format::java::parse_int;
@@ -292,124 +294,90 @@ where
     };
     let mut stopped: Option<(usize, StopReason)> = None;
     let mut pos = from;
-    let mut ahead = crate::format::mapped::ReadAhead::default();
+    // The broker's record walk from `pos`; where it ends (a blank, zeros, a record that does not
+    // parse) recovery's own rules decide whether and where a new walk takes up again.
     loop {
-        ahead.touch(buf, pos);
-        match parse_record(buf, pos, seg.start, false) {
-            Ok(Record::Message(m)) => {
-                let size = m.raw.len();
-                let mut bad = None;
-                if m.topic == SCHEDULE_TOPIC {
-                    if let Some(d) = m.property(prop::DELAY) {
-                        if parse_int(&d).is_none() {
-                            w.problem(WalkProblem::BadDelay {
-                                pos: pos as u64,
-                                value: d.into_owned(),
-                            });
-                            bad = Some(StopReason::BadRecord);
-                        }
-                    }
-                }
-                if o.check_crc && bad.is_none() && !m.body.is_empty() && !m.body_crc_ok() {
-                    w.problem(WalkProblem::CrcMismatch {
-                        pos: pos as u64,
-                        stored: m.body_crc,
-                        computed: m.computed_body_crc(),
-                    });
-                    bad = Some(StopReason::CrcMismatch);
-                }
-                let stops_here = stopped.is_none() && bad.is_some();
-                if let (None, Some(r)) = (stopped, bad) {
-                    stopped = Some((pos, r));
-                }
-                w.max_store_timestamp = w.max_store_timestamp.max(m.store_timestamp);
-                if stops_here {
-                    // The record at the stop: dropped with the cut, but not "after" it.
-                    visit(&m, RecordPlace::AfterStop);
-                } else if stopped.is_none() {
-                    w.records += 1;
-                    w.bytes += size as u64;
-                    w.last_record_pos = Some(pos as u64);
-                    w.last_store_timestamp = m.store_timestamp;
-                    let at = seg.start.saturating_add(pos as u64);
-                    if at >= o.keyed_from && has_index_keys(&m) {
-                        w.keyed_from_count += 1;
-                    }
-                    if at >= o.counted_from {
-                        w.counted_from_count += 1;
-                    }
-                    visit(&m, RecordPlace::Chain);
-                } else {
-                    w.after_records += 1;
-                    w.after_bytes += size as u64;
-                    visit(&m, RecordPlace::AfterStop);
-                }
-                pos += size;
+        let mut records = RecordIter::starting_at(buf, &seg.path, seg.start, pos, false);
+        let mut error = None;
+        for r in records.by_ref() {
+            match r {
+                Ok(m) => on_record(&m, seg, o, &mut w, &mut stopped, &mut visit),
+                Err(e) => error = Some(e),
             }
-            Ok(Record::Blank { size }) => {
-                let left = (len - pos) as u64;
+        }
+        match *records.end() {
+            SegmentEnd::Blank { pos: at, size } => {
+                let left = (len - at) as u64;
                 if size as i64 != left as i64 {
                     w.problem(WalkProblem::BlankSize {
-                        pos: pos as u64,
+                        pos: at as u64,
                         found: size,
                         expected: left,
                     });
                 }
                 if stopped.is_none() {
-                    stopped = Some((pos, StopReason::Blank));
+                    stopped = Some((at, StopReason::Blank));
                 }
-                let tail = pos + crate::format::commitlog::END_FILE_MIN_BLANK_LENGTH;
+                let tail = at + crate::format::commitlog::END_FILE_MIN_BLANK_LENGTH;
                 dirty_tail(buf, tail.min(len), seg, &mut w);
+                pos = at;
                 break;
             }
-            Ok(Record::EndOfData) => {
-                let Some(z) = first_nonzero_from(buf, pos, &seg.path).map(|p| p - pos) else {
+            SegmentEnd::EndOfData { pos: at } => {
+                pos = at;
+                let Some(z) = first_nonzero_from(buf, at, &seg.path).map(|p| p - at) else {
                     if stopped.is_none() {
-                        stopped = Some((pos, StopReason::EndOfData));
+                        stopped = Some((at, StopReason::EndOfData));
                     }
                     break;
                 };
-                match resync(buf, pos + z.saturating_sub(3), seg.start) {
+                match resync(buf, at + z.saturating_sub(3), seg.start) {
                     // Records follow the zeros: a hole, not the end.
                     Some(next) if !is_stale(buf, next, seg.start, &w) => {
                         w.problem(WalkProblem::ZeroHole {
-                            pos: pos as u64,
-                            len: (next - pos) as u64,
+                            pos: at as u64,
+                            len: (next - at) as u64,
                         });
                         if stopped.is_none() {
-                            stopped = Some((pos, StopReason::ZeroHole));
+                            stopped = Some((at, StopReason::ZeroHole));
                         }
                         pos = next;
                     }
                     _ => {
                         if stopped.is_none() {
-                            stopped = Some((pos, StopReason::EndOfData));
+                            stopped = Some((at, StopReason::EndOfData));
                         }
-                        dirty_tail(buf, pos, seg, &mut w);
+                        dirty_tail(buf, at, seg, &mut w);
                         break;
                     }
                 }
             }
-            Err(e) => {
-                let next = resync(buf, pos + 1, seg.start);
+            SegmentEnd::Corrupt { pos: at } => {
+                pos = at;
+                let next = resync(buf, at + 1, seg.start);
                 let live_after = next.is_some_and(|n| !is_stale(buf, n, seg.start, &w));
-                let magic = i32_at(buf, pos + 4);
+                let magic = i32_at(buf, at + 4);
                 let looks_like_record = magic == Some(MAGIC_V1) || magic == Some(MAGIC_V2);
                 if !live_after && !looks_like_record {
                     // Bytes that are not a record, with nothing live after them: the end of the
                     // data followed by leftovers (a dirty tail), not damage to a record.
                     if stopped.is_none() {
-                        stopped = Some((pos, StopReason::EndOfData));
+                        stopped = Some((at, StopReason::EndOfData));
                     }
-                    dirty_tail(buf, pos, seg, &mut w);
+                    dirty_tail(buf, at, seg, &mut w);
                     break;
                 }
+                let detail = match error {
+                    Some(Error::Data { kind, .. }) => kind.to_string(),
+                    Some(e) => e.to_string(),
+                    None => String::new(),
+                };
                 w.problem(WalkProblem::BadRecord {
-                    pos: pos as u64,
-                    detail: e.kind.to_string(),
+                    pos: at as u64,
+                    detail,
                 });
                 if stopped.is_none() {
-                    stopped = Some((pos, StopReason::BadRecord));
+                    stopped = Some((at, StopReason::BadRecord));
                 }
                 match next {
                     Some(n) if live_after => pos = n,
@@ -420,12 +388,75 @@ where
                     None => break,
                 }
             }
+            SegmentEnd::Running => break,
         }
     }
     let (stop_pos, stop) = stopped.unwrap_or((pos.min(len), StopReason::EndOfData));
     w.stop_pos = stop_pos as u64;
     w.stop = stop;
     w
+}
+
+/// One record the broker's walk read: the checks recovery adds (a SCHEDULE_TOPIC_XXXX DELAY that
+/// is not a number, the body CRC), the counts, and where it lies relative to the stop.
+fn on_record<F>(
+    m: &MessageRef<'_>,
+    seg: &Segment,
+    o: &WalkOptions,
+    w: &mut FileWalk,
+    stopped: &mut Option<(usize, StopReason)>,
+    visit: &mut F,
+) where
+    F: FnMut(&MessageRef<'_>, RecordPlace),
+{
+    let pos = (m.position - seg.start) as usize;
+    let size = m.raw.len();
+    let mut bad = None;
+    if m.topic == SCHEDULE_TOPIC {
+        if let Some(d) = m.property(prop::DELAY) {
+            if parse_int(&d).is_none() {
+                w.problem(WalkProblem::BadDelay {
+                    pos: pos as u64,
+                    value: d.into_owned(),
+                });
+                bad = Some(StopReason::BadRecord);
+            }
+        }
+    }
+    if o.check_crc && bad.is_none() && !m.body.is_empty() && !m.body_crc_ok() {
+        w.problem(WalkProblem::CrcMismatch {
+            pos: pos as u64,
+            stored: m.body_crc,
+            computed: m.computed_body_crc(),
+        });
+        bad = Some(StopReason::CrcMismatch);
+    }
+    let stops_here = stopped.is_none() && bad.is_some();
+    if let (None, Some(r)) = (*stopped, bad) {
+        *stopped = Some((pos, r));
+    }
+    w.max_store_timestamp = w.max_store_timestamp.max(m.store_timestamp);
+    if stops_here {
+        // The record at the stop: dropped with the cut, but not "after" it.
+        visit(m, RecordPlace::AfterStop);
+    } else if stopped.is_none() {
+        w.records += 1;
+        w.bytes += size as u64;
+        w.last_record_pos = Some(pos as u64);
+        w.last_store_timestamp = m.store_timestamp;
+        let at = seg.start.saturating_add(pos as u64);
+        if at >= o.keyed_from && has_index_keys(m) {
+            w.keyed_from_count += 1;
+        }
+        if at >= o.counted_from {
+            w.counted_from_count += 1;
+        }
+        visit(m, RecordPlace::Chain);
+    } else {
+        w.after_records += 1;
+        w.after_bytes += size as u64;
+        visit(m, RecordPlace::AfterStop);
+    }
 }
 
 /// True when the record at `at` is older than the last good record of the walk so far: left
