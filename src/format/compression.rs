@@ -48,19 +48,42 @@ pub fn decompress(sys_flag: i32, body: &[u8]) -> Result<Vec<u8>, String> {
     })?;
     let mut out = Vec::new();
     let res = match kind {
-        Compression::Zlib => flate2::read::ZlibDecoder::new(body)
+        // `bufread`: the body is read in place, not copied through a buffer first
+        Compression::Zlib => flate2::bufread::ZlibDecoder::new(body)
             .take(MAX_INFLATED)
             .read_to_end(&mut out),
         Compression::Lz4 => lz4_flex::frame::FrameDecoder::new(body)
             .take(MAX_INFLATED)
             .read_to_end(&mut out),
-        Compression::Zstd => match zstd::stream::read::Decoder::new(body) {
-            Ok(d) => d.take(MAX_INFLATED).read_to_end(&mut out),
-            Err(e) => Err(e),
-        },
+        Compression::Zstd => unzstd(body, &mut out),
     };
     res.map(|_| out)
         .map_err(|e| format!("{kind:?} body does not decompress: {e}"))
+}
+
+thread_local! {
+    /// The zstd decompression context of this thread, made once: making one per body costs
+    /// more than decompressing a small body.
+    static ZSTD_CONTEXT: std::cell::RefCell<Option<zstd::zstd_safe::DCtx<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Every zstd frame of `body` into `out` (as `zstd::stream::read::Decoder` reads them), through
+/// this thread's context.
+fn unzstd(body: &[u8], out: &mut Vec<u8>) -> std::io::Result<usize> {
+    ZSTD_CONTEXT.with_borrow_mut(|slot| {
+        let context = match slot {
+            Some(c) => {
+                c.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                    .map_err(|code| std::io::Error::other(zstd::zstd_safe::get_error_name(code)))?;
+                c
+            }
+            None => slot.insert(zstd::zstd_safe::DCtx::create()),
+        };
+        zstd::stream::read::Decoder::with_context(body, context)
+            .take(MAX_INFLATED)
+            .read_to_end(out)
+    })
 }
 
 /// Compress a body as a client would (zlib level 5 as `ZlibCompressor`, an LZ4 frame, zstd).
@@ -146,5 +169,36 @@ mod tests {
         assert_eq!(decompress(sysflag::COMPRESSED, &z).unwrap(), body);
         assert!(decompress(sysflag::COMPRESSED | 0x400, &z).is_err());
         assert!(decompress(Compression::Lz4.sys_flag_bits(), b"garbage").is_err());
+    }
+
+    /// The thread's reused zstd context against a fresh decoder per body, with broken and
+    /// truncated bodies between good ones (an error must not leave the context half-way).
+    #[test]
+    fn the_reused_zstd_context_reads_as_a_fresh_decoder() {
+        let flag = Compression::Zstd.sys_flag_bits();
+        let fresh = |b: &[u8]| -> Result<Vec<u8>, String> {
+            let mut out = Vec::new();
+            zstd::stream::read::Decoder::new(b)
+                .and_then(|d| d.take(MAX_INFLATED).read_to_end(&mut out))
+                .map(|_| out)
+                .map_err(|e| format!("Zstd body does not decompress: {e}"))
+        };
+        let a = compress(Compression::Zstd, &b"first body ".repeat(300)).unwrap();
+        let b = compress(Compression::Zstd, b"second").unwrap();
+        let two_frames = [a.clone(), b.clone()].concat();
+        let bodies: Vec<Vec<u8>> = vec![
+            a.clone(),
+            a[..a.len() / 2].to_vec(),
+            b.clone(),
+            b"not zstd at all".to_vec(),
+            two_frames,
+            [b.clone(), b"trailing".to_vec()].concat(),
+            a,
+            Vec::new(),
+            b,
+        ];
+        for body in &bodies {
+            assert_eq!(decompress(flag, body), fresh(body), "{body:?}");
+        }
     }
 }
