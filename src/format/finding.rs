@@ -76,6 +76,15 @@ impl Finding {
         self
     }
 
+    /// [`Finding::about_record`] for an offset as a file stores it (a Java long): a negative one
+    /// names no record.
+    pub fn about_stored_record(self, offset: i64) -> Self {
+        match u64::try_from(offset) {
+            Ok(o) => self.about_record(o),
+            Err(_) => self,
+        }
+    }
+
     pub fn with_severity(mut self, s: Severity) -> Self {
         self.severity = s;
         self
@@ -277,6 +286,14 @@ impl Serialize for Code {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_negative_stored_offset_names_no_record() {
+        let f = || Finding::new(Code::IndexDanglingEntry, Path::new("index/x"), 60, "entry");
+        assert_eq!(f().about_stored_record(4096).record, Some(4096));
+        assert_eq!(f().about_stored_record(-1).record, None);
+        assert_eq!(f().about_stored_record(i64::MIN).record, None);
+    }
 
     #[test]
     fn codes_are_unique_and_well_formed() {

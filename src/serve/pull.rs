@@ -177,7 +177,8 @@ pub fn pull(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand) -> Handled {
     )?;
     let status = r.pull_status(h.queue_offset, st.engine.options().role);
     if status == PullStatus::NoNewMsg && h.has_suspend() {
-        let hold = Duration::from_millis(h.suspend_timeout_millis.max(0) as u64).min(MAX_HOLD);
+        let hold = Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
+            .min(MAX_HOLD);
         st.parked.push(Parked {
             conn_id: ctx.id,
             outbox: ctx.outbox.clone(),

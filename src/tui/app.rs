@@ -585,7 +585,8 @@ impl App {
             Screen::GroupQueues => {
                 if let Some(&i) = self.group_row_order().get(self.group_sel) {
                     let g = self.groups[i].clone();
-                    self.open_queue(&g.topic, g.queue, g.offset.max(0) as u64);
+                    // a group with no committed offset (-1) starts at the queue's first unit
+                    self.open_queue(&g.topic, g.queue, u64::try_from(g.offset).unwrap_or(0));
                 }
             }
             Screen::Health => {

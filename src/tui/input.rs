@@ -87,7 +87,11 @@ impl App {
                 Ok(ts) => {
                     let v = crate::engine::store::version::detect_broker_version(self.store()).0;
                     match self.reader.offset_in_queue_by_time(&topic, q, ts, v) {
-                        Ok(o) => (o.max(0) as u64, format!("{} UTC", format_utc(ts))),
+                        // the broker's answer is never negative
+                        Ok(o) => (
+                            u64::try_from(o).unwrap_or(0),
+                            format!("{} UTC", format_utc(ts)),
+                        ),
                         Err(e) => {
                             self.status = e.to_string();
                             return;

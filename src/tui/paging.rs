@@ -172,8 +172,8 @@ pub fn scan_range(
         if u.is_pre_blank() || filter.is_some_and(|f| !f.may_match_unit(&u)) {
             return ControlFlow::Continue(());
         }
-        match reader.message_at(u.offset as u64) {
-            Ok(Some(loc)) if filter.is_none_or(|f| f.matches(&loc.message)) => {
+        match u.commitlog_offset().map(|o| reader.message_at(o)) {
+            Some(Ok(Some(loc))) if filter.is_none_or(|f| f.matches(&loc.message)) => {
                 let flow = visit(MsgRow::of(qo, &loc.message));
                 stopped = flow.is_break();
                 flow

@@ -287,7 +287,7 @@ impl Engine {
         let from = if full {
             self.log.min
         } else {
-            (furthest.max(0) as u64).max(self.log.min)
+            u64::try_from(furthest).map_or(self.log.min, |f| f.max(self.log.min))
         };
         self.replay.full = full;
         let to = self.log.end;

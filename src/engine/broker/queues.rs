@@ -56,7 +56,8 @@ impl QueueView {
         if unit.offset.saturating_add(i64::from(unit.size)) <= self.max_physic {
             return false;
         }
-        let expected = queue_offset.max(0) as u64;
+        // the overlay's writer numbers the units: a queue offset is never negative here
+        let expected = u64::try_from(queue_offset).unwrap_or(0);
         if !self.has_source_units() && self.tail.is_empty() {
             self.tail_start = expected;
         } else if queue_offset != 0 && expected < self.max() {
@@ -140,7 +141,9 @@ impl Engine {
     /// The commitlog file that holds `phy`, for printing: a source file, the overlay's file, or
     /// `(overlay in memory)`.
     pub fn record_file(&self, phy: i64) -> PathBuf {
-        let p = phy.max(0) as u64;
+        let Ok(p) = u64::try_from(phy) else {
+            return self.source.commitlog.dir.clone();
+        };
         if p >= self.overlay.start && !self.overlay.records.is_empty() {
             let file_size = self.source.geometry.commitlog_file_size.value.max(1);
             return match &self.overlay.dir {

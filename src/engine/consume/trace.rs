@@ -526,7 +526,9 @@ impl Collector {
         self.lookup = Lookup::ConsumeQueue;
         for cq in queues {
             let from = match since {
-                Some(s) => reader.offset_by_time_5x(cq, s, Boundary::Lower)?.max(0) as u64,
+                Some(s) => {
+                    u64::try_from(reader.offset_by_time_5x(cq, s, Boundary::Lower)?).unwrap_or(0)
+                }
                 None => cq.min_offset(store.commitlog.min_offset()).unwrap_or(0),
             };
             let mut capped = false;

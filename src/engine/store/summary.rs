@@ -448,7 +448,7 @@ fn op_offsets(reader: &Reader<'_>, queue_id: i32) -> Result<(u64, std::collectio
         if u.is_pre_blank() {
             return std::ops::ControlFlow::Continue(());
         }
-        if let Ok(Some(r)) = reader.message_at(u.offset as u64) {
+        if let Some(Ok(Some(r))) = u.commitlog_offset().map(|o| reader.message_at(o)) {
             if r.message.tags().as_deref() == Some("d") {
                 ops += 1;
                 if let Ok(body) = r.message.decompressed_body() {
@@ -494,10 +494,9 @@ fn transactions(store: &Store) -> Result<TransactionInfo> {
                     info.without_outcome_offsets.push((cq.queue_id, q));
                 }
             }
-            let key = reader
-                .message_at(u.offset as u64)
-                .ok()
-                .flatten()
+            let key = u
+                .commitlog_offset()
+                .and_then(|o| reader.message_at(o).ok().flatten())
                 .and_then(|r| r.message.uniq_key().map(|k| k.into_owned()))
                 .unwrap_or_else(|| format!("@{}", u.offset));
             let e = by_key.entry(key).or_insert(false);

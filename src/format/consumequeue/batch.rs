@@ -68,7 +68,10 @@ pub fn find_unit(units: &[BatchCqUnit], q: i64) -> Option<&BatchCqUnit> {
     let i = units.partition_point(|u| u.msg_base_offset <= q);
     let u = units.get(i.checked_sub(1)?)?;
     // q >= base here; compare the distance so that a base near i64::MAX cannot overflow
-    ((q.wrapping_sub(u.msg_base_offset) as u64) < u.batch_size.max(0) as u64).then_some(u)
+    let distance = q.wrapping_sub(u.msg_base_offset) as u64;
+    u64::try_from(u.batch_size)
+        .is_ok_and(|n| distance < n)
+        .then_some(u)
 }
 
 #[cfg(test)]
@@ -101,5 +104,9 @@ mod tests {
         assert_eq!(find_unit(&read, 15).map(|u| u.msg_base_offset), Some(11));
         assert!(find_unit(&read, 16).is_none());
         assert!(find_unit(&read, -1).is_none());
+        // a damaged unit's negative batch size holds no offset, not a huge range
+        let damaged = [mk(0, -3)];
+        assert!(find_unit(&damaged, 0).is_none());
+        assert!(find_unit(&damaged, 1).is_none());
     }
 }

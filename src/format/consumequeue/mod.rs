@@ -58,6 +58,11 @@ impl CqUnit {
         b
     }
 
+    /// The commitlog offset the unit points at; `None` when it is negative (no record has it).
+    pub fn commitlog_offset(&self) -> Option<u64> {
+        u64::try_from(self.offset).ok()
+    }
+
     /// `offset >= 0 && size > 0`: the broker's test for a written unit.
     pub fn is_valid(&self) -> bool {
         self.offset >= 0 && self.size > 0

@@ -520,8 +520,9 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
             });
         } else if h.index_count > 1 {
             // The record at endPhyOffset is the file's last entry: it keeps its entries.
-            let after = (h.end_phy_offset.max(0) as u64).saturating_add(1);
-            index_kept_end = index_kept_end.max(after);
+            if let Ok(end) = u64::try_from(h.end_phy_offset) {
+                index_kept_end = index_kept_end.max(end.saturating_add(1));
+            }
         }
     }
     if let Some(e) = &checkpoint_error {

@@ -10,8 +10,8 @@ use crate::engine::store::dispatch::SCHEDULE_TOPIC;
 use crate::format::bytes::i32_at;
 use crate::format::commitlog::read::{parse_record, Record, Segment};
 use crate::format::commitlog::walk::{RecordIter, SegmentEnd};
-use crate::format::error::Error;
 use crate::format::commitlog::{prop, MessageRef, TransactionType, MAGIC_V1, MAGIC_V2};
+use crate::format::error::Error;
 use crate::format::indexfile::first_nonzero;
 use crate::format::java::parse_int;
 

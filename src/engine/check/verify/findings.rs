@@ -392,8 +392,9 @@ pub(super) fn missing_findings(
     let matched = run.matched + r.matched;
     if opts.sample.max(1) == 1 && below > matched {
         let missing = below - matched;
-        let lo = run.first_q.max(0) as u64;
-        let hi = (run.next_q.max(0) as u64).min(cq_end);
+        // queue offsets as the records store them; the units of a queue start at 0
+        let lo = u64::try_from(run.first_q).unwrap_or(0);
+        let hi = u64::try_from(run.next_q).unwrap_or(0).min(cq_end);
         let first = if run.ranges_overflow || r.ranges_overflow {
             None
         } else {
@@ -422,7 +423,7 @@ pub(super) fn missing_findings(
     }
     if run.beyond > 0 {
         let (first_pos, first_q) = run.first_beyond.unwrap_or((0, 0));
-        let (path, pos) = unit_location(cq, first_q.max(0) as u64);
+        let (path, pos) = unit_location(cq, u64::try_from(first_q).unwrap_or(0));
         let lag = first_pos >= redispatch_from;
         let msg = format!(
             "{name}: {} records (queue offsets {first_q}.., from commitlog offset {first_pos}) are past the queue's end {cq_end}",

@@ -570,7 +570,7 @@ impl<'c, 'a> SegState<'c, 'a> {
                     c.n, e.key_hash, e.phy_offset
                 ),
             )
-            .about_record(e.phy_offset.max(0) as u64)
+            .about_stored_record(e.phy_offset)
             .with_action(
                 "a query that reaches this entry reads the wrong bytes; clients drop records \
                  whose key differs, so the answer is only incomplete",

@@ -362,7 +362,8 @@ impl Reader<'_> {
                 more_after_end: false,
                 capped: false,
             };
-            self.for_each_unit_from(cq, start.max(0) as u64, |q, u| {
+            // the broker's answer is never negative; a queue before offset 0 is read from 0
+            self.for_each_unit_from(cq, u64::try_from(start).unwrap_or(0), |q, u| {
                 if u.is_pre_blank() {
                     return ControlFlow::Continue(());
                 }
@@ -371,6 +372,9 @@ impl Reader<'_> {
                     w.more_after_end = true;
                     return ControlFlow::Break(());
                 }
+                let Some(offset) = u.commitlog_offset() else {
+                    return ControlFlow::Continue(());
+                };
                 if t < begin || !self.unit_matches(&u, filter) {
                     return ControlFlow::Continue(());
                 }
@@ -379,7 +383,7 @@ impl Reader<'_> {
                     return ControlFlow::Break(());
                 }
                 w.hits.push(Hit {
-                    offset: u.offset as u64,
+                    offset,
                     queue_offset: Some(q),
                 });
                 ControlFlow::Continue(())

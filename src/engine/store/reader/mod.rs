@@ -73,8 +73,9 @@ pub struct KeyQueryResult {
     /// Those of `offsets` whose record does not carry the key under the topic: index hash
     /// collisions, which the client (`MQAdminImpl.queryMessage`) drops.
     pub collisions: Vec<u64>,
-    /// Index entries whose record could not be read (deleted or corrupt data).
-    pub unreadable: Vec<u64>,
+    /// Commitlog offsets (as the index entries store them) whose record could not be read:
+    /// deleted or corrupt data, or an offset no record can have.
+    pub unreadable: Vec<i64>,
     /// The last round found `max_num` offsets: more may exist.
     pub capped: bool,
     pub index_last_update_timestamp: i64,
@@ -345,7 +346,7 @@ impl<'s> Reader<'s> {
                         }
                         res.offsets.push(o);
                     }
-                    None => res.unreadable.push(off.max(0) as u64),
+                    None => res.unreadable.push(off),
                 }
             }
             if !res.offsets.is_empty() || last < begin {
@@ -553,9 +554,12 @@ impl<'s> Reader<'s> {
                 more = true;
                 return ControlFlow::Break(());
             }
-            if self.unit_matches(&u, filter) {
+            if let Some(offset) = u
+                .commitlog_offset()
+                .filter(|_| self.unit_matches(&u, filter))
+            {
                 hits.push(Hit {
-                    offset: u.offset as u64,
+                    offset,
                     queue_offset: Some(q),
                 });
             }
@@ -574,8 +578,8 @@ impl<'s> Reader<'s> {
         if !filter.matches_tags_code(code) {
             return false;
         }
-        match self.message_at(u.offset as u64) {
-            Ok(Some(r)) => filter.matches_tags(r.message.tags().as_deref()),
+        match u.commitlog_offset().map(|o| self.message_at(o)) {
+            Some(Ok(Some(r))) => filter.matches_tags(r.message.tags().as_deref()),
             _ => false,
         }
     }
