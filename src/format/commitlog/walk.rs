@@ -4,8 +4,10 @@
 //! ends the file, zeros (or fewer than 8 bytes) are the end of data, anything else is corruption
 //! and stops the walk. [`walk_map`] runs it over a file's map, releasing the pages behind it.
 //!
-//! What recovery adds on top (going on past damage by resynchronising, to learn what a cut there
-//! would drop) is `engine::check::recovery::walk_on`.
+//! Every sequential read of the commitlog goes through [`RecordIter`]. What recovery adds on top
+//! (its own checks of each record, going on past damage by resynchronising, to learn what a cut
+//! there would drop) is `engine::check::recovery::walk_on`: it reads the records through this
+//! walk and starts a new one where its rules go on past the end of the last.
 
 use std::ops::ControlFlow;
 use std::path::Path;

@@ -1,6 +1,8 @@
 //! Walking one commitlog file the way recovery does (`CommitLog.recoverNormally` and
 //! `recoverAbnormally`): where the walk stops and why, the problems met on the way, the dirty
-//! tail after the data, and the resync past a damaged record that finds what follows it.
+//! tail after the data, and the resync past a damaged record that finds what follows it. The
+//! records are read by the one record walk (`format::commitlog::RecordIter`); this module adds
+//! recovery's checks of each record and decides where a new walk takes up after the last ends.
 
 use std::path::{Path, PathBuf};
 
