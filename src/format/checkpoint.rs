@@ -1,11 +1,14 @@
-//! The `checkpoint` file (FORMAT.md 8.1) and the `abort`/`lock` markers (8.2).
+//! The `checkpoint` file (FORMAT.md 8.1) and the `abort`/`lock` markers (8.2). [`check`] judges
+//! the checkpoint file alone; its times and offsets against the data are checked by the
+//! store-level verify.
 
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::bytes::i64_at;
-use super::error::{ErrorKind, ParseError};
+use super::error::{ErrorKind, ParseError, Result};
+use super::finding::{Code, Finding};
 
 /// `StoreCheckpoint` maps one OS page.
 pub const CHECKPOINT_FILE_SIZE: usize = 4096;
@@ -84,6 +87,40 @@ impl Checkpoint {
     }
 }
 
+/// Read the checkpoint file at `path` (its first [`CHECKPOINT_FILE_SIZE`] bytes, from a regular
+/// file only); `Ok(None)` when nothing is there.
+pub fn read_file(path: &Path) -> Result<Option<Checkpoint>> {
+    if super::entry::probe(path).kind == super::entry::Kind::Missing {
+        return Ok(None);
+    }
+    let b = super::entry::read_prefix(path, CHECKPOINT_FILE_SIZE as u64)?;
+    Checkpoint::from_bytes(&b)
+        .map(Some)
+        .map_err(|e| e.in_file(path, 0))
+}
+
+/// Findings about the checkpoint file at `path` alone, from what [`read_file`] gave (`Err`: why
+/// it does not read): one that does not read (not a regular file, shorter than the 24 bytes of
+/// 4.9), and a missing one when the store has commitlog files (`has_commitlog`).
+pub fn check(
+    path: &Path,
+    read: std::result::Result<Option<&Checkpoint>, &str>,
+    has_commitlog: bool,
+) -> Vec<Finding> {
+    match read {
+        Err(e) => vec![Finding::new(Code::CheckpointBadFile, path, 0, e)
+            .with_action("StoreCheckpoint maps it anyway; times read as garbage or 0")],
+        Ok(None) if has_commitlog => vec![Finding::new(
+            Code::CheckpointMissing,
+            path,
+            0,
+            "no checkpoint file".to_string(),
+        )
+        .with_action("the broker starts with all checkpoint times 0")],
+        Ok(_) => Vec::new(),
+    }
+}
+
 /// What the `abort` file says about the last shutdown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AbortMarker {
@@ -142,5 +179,52 @@ mod tests {
         let e = Checkpoint::from_bytes(&b[..10]).unwrap_err();
         assert_eq!(e.offset, 0);
         assert_eq!(c.min_timestamp(), 1700000000123 - 3000);
+    }
+
+    #[test]
+    fn the_file_alone_is_read_and_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint");
+        let judge = |has_commitlog| {
+            let read = read_file(&path);
+            let e = read.as_ref().err().map(|e| e.to_string());
+            let found = read.as_ref().ok().copied().flatten();
+            let findings = match &e {
+                Some(e) => check(&path, Err(e), has_commitlog),
+                None => check(&path, Ok(found.as_ref()), has_commitlog),
+            };
+            (found, findings)
+        };
+        // missing: a finding only where there is data the broker would have checkpointed
+        let (found, f) = judge(false);
+        assert!(found.is_none() && f.is_empty(), "{f:?}");
+        let (_, f) = judge(true);
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].code, f[0].offset), (Code::CheckpointMissing, 0));
+        assert_eq!(f[0].message, "no checkpoint file");
+        // a whole file, and the 24 bytes of 4.9: nothing to say
+        let c = Checkpoint {
+            physic_msg_timestamp: 1_700_000_000_000,
+            logics_msg_timestamp: 1_700_000_000_000,
+            ..Checkpoint::default()
+        };
+        std::fs::write(&path, c.to_bytes()).unwrap();
+        assert_eq!(judge(true), (Some(c), Vec::new()));
+        std::fs::write(&path, &c.to_bytes()[..24]).unwrap();
+        assert_eq!(judge(true), (Some(c), Vec::new()));
+        // too short: the reason it does not read, with the file's name
+        std::fs::write(&path, [0u8; 10]).unwrap();
+        let (found, f) = judge(false);
+        assert!(found.is_none());
+        assert_eq!(f.len(), 1);
+        assert_eq!((f[0].code, f[0].offset), (Code::CheckpointBadFile, 0));
+        assert!(f[0].message.contains("checkpoint"), "{}", f[0].message);
+        assert!(f[0].broker_action.is_some());
+        // a folder where the file belongs
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        let (_, f) = judge(true);
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].code, Code::CheckpointBadFile);
     }
 }

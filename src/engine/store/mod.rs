@@ -126,17 +126,7 @@ impl Store {
 
     /// Read the checkpoint; `Ok(None)` when the file does not exist.
     pub fn checkpoint(&self) -> Result<Option<Checkpoint>> {
-        let p = self.checkpoint_path();
-        if crate::format::entry::probe(&p).kind == crate::format::entry::Kind::Missing {
-            return Ok(None);
-        }
-        let b = crate::format::entry::read_prefix(
-            &p,
-            crate::format::checkpoint::CHECKPOINT_FILE_SIZE as u64,
-        )?;
-        Checkpoint::from_bytes(&b)
-            .map(Some)
-            .map_err(|e| e.in_file(&p, 0))
+        crate::format::checkpoint::read_file(&self.checkpoint_path())
     }
 
     /// Topic names with consume queues, sorted.

@@ -1,5 +1,6 @@
-//! The consume queues: each read front to back for its structure, and the units no record
-//! matched during the commitlog pass checked against the bytes they point at.
+//! The consume queues: each read front to back, its files and each unit judged by themselves
+//! beside the format ([`check_files`], [`check_unit`]), and the units no record matched during
+//! the commitlog pass checked against the bytes they point at.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -13,7 +14,9 @@ use crate::engine::store::dispatch::record_tags_code;
 use crate::engine::store::Store;
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::{prop, sysflag, MessageRef, Segment};
-use crate::format::consumequeue::check::check_files;
+use crate::format::consumequeue::check::{
+    check_files, check_unit, CommitlogBounds, UnitPlace, UnitVerdict,
+};
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
 use crate::format::error::Result;
 use crate::format::finding::{Code, Finding};
@@ -206,8 +209,11 @@ pub(super) fn check_queue(
     let name = format!("{}/{}", cq.topic, cq.queue_id);
     let mut ended: Option<u64> = None;
     let mut torn: (u64, Option<(PathBuf, u64)>) = (0, None);
-    let mut seen_real = false;
     let mut prev_offset: Option<i64> = None;
+    let bounds = CommitlogBounds {
+        min_offset: c.cl_min,
+        data_end: c.data_end,
+    };
     let mut stale = 0u64;
     let mut past_end: (u64, Option<(PathBuf, u64, u64)>) = (0, None);
     let sample = c.opts.sample.max(1);
@@ -241,52 +247,38 @@ pub(super) fn check_queue(
                 tail_from = Some(i * UNIT_SIZE);
                 break;
             }
-            if !u.is_valid() {
-                ended = Some(q);
-                if chunk.iter().any(|&b| b != 0) {
-                    torn.0 += 1;
-                    torn.1.get_or_insert((f.path.clone(), fpos));
-                }
-                continue;
+            let verdict = check_unit(&u, prev_offset, bounds);
+            if let Some(finding) = verdict.finding(&name, q, &u, &f.path, fpos) {
+                r.push(finding);
             }
-            if u.is_pre_blank() {
-                if seen_real {
-                    r.push(Finding::new(
-                        Code::ConsumequeueTorn,
-                        &f.path,
-                        fpos,
-                        format!("{name}: pre-blank unit at queue offset {q} after real units"),
-                    ));
+            let place = match verdict {
+                UnitVerdict::End { torn: is_torn } => {
+                    ended = Some(q);
+                    if is_torn {
+                        torn.0 += 1;
+                        torn.1.get_or_insert((f.path.clone(), fpos));
+                    }
+                    continue;
                 }
-                continue;
-            }
-            seen_real = true;
+                UnitVerdict::PreBlank { .. } => continue,
+                UnitVerdict::Real { place, .. } => place,
+            };
             r.units += 1;
-            if let Some(p) = prev_offset {
-                if u.offset <= p {
-                    r.push(Finding::new(
-                        Code::ConsumequeueUnitMismatch,
-                        &f.path,
-                        fpos,
-                        format!(
-                            "{name}: unit at queue offset {q} points at commitlog offset {}, not after the previous unit's {p}",
-                            u.offset
-                        ),
-                    ));
-                }
-            }
             prev_offset = Some(u.offset);
             let uoff = u.offset as u64;
-            if uoff < c.cl_min {
-                stale += 1;
-                continue;
-            }
-            if uoff.saturating_add(u.size as u64) > c.data_end {
-                past_end.0 += 1;
-                if past_end.1.is_none() {
-                    past_end.1 = Some((f.path.clone(), fpos, q));
+            match place {
+                UnitPlace::Expired => {
+                    stale += 1;
+                    continue;
                 }
-                continue;
+                UnitPlace::PastEnd => {
+                    past_end.0 += 1;
+                    if past_end.1.is_none() {
+                        past_end.1 = Some((f.path.clone(), fpos, q));
+                    }
+                    continue;
+                }
+                UnitPlace::InData => {}
             }
             if sample > 1 && !q.is_multiple_of(sample) {
                 continue;

@@ -1,5 +1,6 @@
 //! Findings about what the broker's next start does: the problems in the walk of each commitlog
-//! file with recovery's action on each, the abort and lock files, and the checkpoint.
+//! file with recovery's action on each, the abort and lock files, and the checkpoint against the
+//! data and the index files (the file alone is judged beside its format, [`checkpoint::check`]).
 
 use super::index_stream::IndexStream;
 use super::scan::Merged;
@@ -9,7 +10,7 @@ use crate::engine::check::recovery::{
 };
 use crate::engine::store::dispatch::SCHEDULE_TOPIC;
 use crate::engine::store::{paths, Store};
-use crate::format::checkpoint::Checkpoint;
+use crate::format::checkpoint;
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::finding::{Code, Finding, Severity};
 use crate::format::mapped::Mapped;
@@ -323,6 +324,8 @@ pub(super) fn marker_findings(
     }
 }
 
+/// The checkpoint file judged alone ([`checkpoint::check`]), then its times and confirm offset
+/// against the commitlog's data and the index files.
 pub(super) fn checkpoint_findings(
     store: &Store,
     prep: &Prepared,
@@ -331,25 +334,15 @@ pub(super) fn checkpoint_findings(
     sink: &mut Sink,
 ) {
     let path = store.checkpoint_path();
-    if let Some(e) = &prep.checkpoint_error {
-        sink.push(
-            Finding::new(Code::CheckpointBadFile, &path, 0, e.clone())
-                .with_action("StoreCheckpoint maps it anyway; times read as garbage or 0"),
-        );
-        return;
+    let read = match &prep.checkpoint_error {
+        Some(e) => Err(e.as_str()),
+        None => Ok(prep.checkpoint.as_ref()),
+    };
+    for f in checkpoint::check(&path, read, !store.commitlog.segments.is_empty()) {
+        sink.push(f);
     }
-    let Some(c): Option<Checkpoint> = prep.checkpoint else {
-        if !store.commitlog.segments.is_empty() {
-            sink.push(
-                Finding::new(
-                    Code::CheckpointMissing,
-                    &path,
-                    0,
-                    "no checkpoint file".to_string(),
-                )
-                .with_action("the broker starts with all checkpoint times 0"),
-            );
-        }
+    // The comparisons with the data need a checkpoint that reads.
+    let Some(c) = prep.checkpoint.filter(|_| prep.checkpoint_error.is_none()) else {
         return;
     };
     let max = merged.max_store_ts;
