@@ -1,7 +1,13 @@
-//! Errors from reading store files: every one names the file, the byte offset and what was expected.
+//! Errors from reading and writing stores: every one names the file it is about; bad bytes also
+//! the offset and what was expected. Each operation that can refuse or fail in its own ways has
+//! its own enum in a submodule, nested in [`Error`].
+
+mod open;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+pub use open::OpenError;
 
 /// What was wrong with the bytes at some offset. Carries expected-versus-found where it helps.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -98,6 +104,8 @@ pub enum Error {
     /// A worker thread panicked: a bug, said rather than passed on as a panic.
     #[error("{}: {what} panicked", path.display())]
     WorkerPanicked { path: PathBuf, what: &'static str },
+    #[error(transparent)]
+    Open(#[from] OpenError),
 }
 
 /// Who holds a store that was to be written.
@@ -176,6 +184,7 @@ impl Error {
             | Error::StoreInUse { path, .. }
             | Error::Interrupted { path, .. }
             | Error::WorkerPanicked { path, .. } => path,
+            Error::Open(e) => e.path(),
         }
     }
 
