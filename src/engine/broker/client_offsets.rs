@@ -24,7 +24,7 @@ use crate::engine::store::safedir::stamp;
 use crate::format::config::persist::dated_copy;
 use crate::format::config::{persist, with_suffix, ConsumerOffsets};
 use crate::format::entry::{probe, Kind};
-use crate::format::error::{Error, Result};
+use crate::format::error::{Error, Result, WritePathError};
 
 /// The file's name inside a client folder.
 pub const FILE_NAME: &str = "offsets.json";
@@ -287,11 +287,10 @@ impl ClientOffsets {
 fn ensure_plain(p: &Path) -> Result<()> {
     let e = probe(p);
     if e.symlink {
-        return Err(Error::layout(
-            p,
-            "a symlink: refusing to write through it (offsets.json and its .tmp and .bak must be \
-             regular files inside the client directory)",
-        ));
+        return Err(WritePathError::ClientFileSymlink {
+            path: p.to_path_buf(),
+        }
+        .into());
     }
     match e.kind {
         Kind::Missing | Kind::File { .. } => Ok(()),
@@ -387,7 +386,12 @@ mod tests {
         std::os::unix::fs::symlink(&outside, &bak).unwrap();
         let mut c = ClientOffsets::load(dir.clone(), "broker-a").unwrap();
         c.set("T", 0, 1);
-        let e = c.persist("test").unwrap_err().to_string();
+        let e = c.persist("test").unwrap_err();
+        assert!(
+            matches!(&e, Error::WritePath(WritePathError::ClientFileSymlink { path }) if *path == bak),
+            "{e}"
+        );
+        let e = e.to_string();
         assert!(
             e.contains("offsets.json.bak") && e.contains("symlink"),
             "{e}"

@@ -3,11 +3,13 @@
 //! its own enum in a submodule, nested in [`Error`].
 
 mod open;
+mod write_path;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use open::OpenError;
+pub use write_path::WritePathError;
 
 /// What was wrong with the bytes at some offset. Carries expected-versus-found where it helps.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -106,6 +108,8 @@ pub enum Error {
     WorkerPanicked { path: PathBuf, what: &'static str },
     #[error(transparent)]
     Open(#[from] OpenError),
+    #[error(transparent)]
+    WritePath(#[from] WritePathError),
 }
 
 /// Who holds a store that was to be written.
@@ -185,6 +189,7 @@ impl Error {
             | Error::Interrupted { path, .. }
             | Error::WorkerPanicked { path, .. } => path,
             Error::Open(e) => e.path(),
+            Error::WritePath(e) => e.path(),
         }
     }
 
