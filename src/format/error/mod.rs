@@ -4,12 +4,14 @@
 
 mod open;
 mod write_path;
+mod writer;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use open::OpenError;
 pub use write_path::WritePathError;
+pub use writer::WriterError;
 
 /// What was wrong with the bytes at some offset. Carries expected-versus-found where it helps.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -110,6 +112,8 @@ pub enum Error {
     Open(#[from] OpenError),
     #[error(transparent)]
     WritePath(#[from] WritePathError),
+    #[error(transparent)]
+    Writer(#[from] WriterError),
 }
 
 /// Who holds a store that was to be written.
@@ -190,6 +194,7 @@ impl Error {
             | Error::WorkerPanicked { path, .. } => path,
             Error::Open(e) => e.path(),
             Error::WritePath(e) => e.path(),
+            Error::Writer(e) => e.path(),
         }
     }
 
