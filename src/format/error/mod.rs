@@ -2,6 +2,7 @@
 //! the offset and what was expected. Each operation that can refuse or fail in its own ways has
 //! its own enum in a submodule, nested in [`Error`].
 
+mod config;
 mod open;
 mod write_path;
 mod writer;
@@ -9,6 +10,7 @@ mod writer;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use config::{BrokerConfError, ConfigLoadError, Unusable};
 pub use open::OpenError;
 pub use write_path::WritePathError;
 pub use writer::WriterError;
@@ -114,6 +116,17 @@ pub enum Error {
     WritePath(#[from] WritePathError),
     #[error(transparent)]
     Writer(#[from] WriterError),
+    #[error(transparent)]
+    BrokerConf(#[from] BrokerConfError),
+    /// Boxed: it holds the errors of two files.
+    #[error(transparent)]
+    ConfigLoad(Box<ConfigLoadError>),
+}
+
+impl From<ConfigLoadError> for Error {
+    fn from(e: ConfigLoadError) -> Self {
+        Error::ConfigLoad(Box::new(e))
+    }
 }
 
 /// Who holds a store that was to be written.
@@ -195,6 +208,8 @@ impl Error {
             Error::Open(e) => e.path(),
             Error::WritePath(e) => e.path(),
             Error::Writer(e) => e.path(),
+            Error::BrokerConf(e) => e.path(),
+            Error::ConfigLoad(e) => e.path(),
         }
     }
 
