@@ -2,16 +2,23 @@
 //! the offset and what was expected. Each operation that can refuse or fail in its own ways has
 //! its own enum in a submodule, nested in [`Error`].
 
+mod check;
+mod client_dir;
 mod config;
 mod open;
+mod queue_file;
 mod write_path;
 mod writer;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+pub use check::{RebuildError, RepairError};
+pub use client_dir::{ClientDirError, ClientDirProblem, ClientNameError};
 pub use config::{BrokerConfError, ConfigLoadError, Unusable};
 pub use open::OpenError;
+pub use queue_file::QueueFileError;
 pub use write_path::WritePathError;
 pub use writer::WriterError;
 
@@ -90,8 +97,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: {what}", path.display())]
-    Layout { path: PathBuf, what: String },
     /// Something other than a regular file where a store file belongs (it is never opened).
     #[error("{}: {}, not a regular file", path.display(), found.describe())]
     NotAFile {
@@ -121,6 +126,18 @@ pub enum Error {
     /// Boxed: it holds the errors of two files.
     #[error(transparent)]
     ConfigLoad(Box<ConfigLoadError>),
+    #[error(transparent)]
+    QueueFile(#[from] QueueFileError),
+    #[error(transparent)]
+    ClientDir(#[from] ClientDirError),
+    #[error(transparent)]
+    Rebuild(#[from] RebuildError),
+    #[error(transparent)]
+    Repair(#[from] RepairError),
+    /// A commitlog file the reader could not map when it opened the store: the error met then,
+    /// handed out again on each read of that file.
+    #[error(transparent)]
+    Unmapped(Arc<Error>),
 }
 
 impl From<ConfigLoadError> for Error {
@@ -173,13 +190,6 @@ impl Error {
         }
     }
 
-    pub fn layout(path: &Path, what: impl Into<String>) -> Self {
-        Error::Layout {
-            path: path.to_path_buf(),
-            what: what.into(),
-        }
-    }
-
     pub fn interrupted(path: &Path, what: &'static str) -> Self {
         Error::Interrupted {
             path: path.to_path_buf(),
@@ -199,7 +209,6 @@ impl Error {
         match self {
             Error::Data { path, .. }
             | Error::Io { path, .. }
-            | Error::Layout { path, .. }
             | Error::NotAFile { path, .. }
             | Error::TooLarge { path, .. }
             | Error::StoreInUse { path, .. }
@@ -210,6 +219,11 @@ impl Error {
             Error::Writer(e) => e.path(),
             Error::BrokerConf(e) => e.path(),
             Error::ConfigLoad(e) => e.path(),
+            Error::QueueFile(e) => e.path(),
+            Error::ClientDir(e) => e.path(),
+            Error::Rebuild(e) => e.path(),
+            Error::Repair(e) => e.path(),
+            Error::Unmapped(e) => e.path(),
         }
     }
 
