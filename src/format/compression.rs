@@ -38,13 +38,25 @@ impl Compression {
 /// Largest body we inflate (the broker's maxMessageSize is 4 MiB; clients compress larger).
 const MAX_INFLATED: u64 = 256 << 20;
 
+/// Why a COMPRESSED body was not decompressed.
+#[derive(Debug, thiserror::Error)]
+pub enum DecompressError {
+    /// The sysflag's compression type is none of the three (4 to 7).
+    #[error("unknown compression type {found}")]
+    UnknownType { found: i32 },
+    /// The body is not a valid stream or frame of `kind`.
+    #[error("{kind:?} body does not decompress: {source}")]
+    Corrupt {
+        kind: Compression,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
 /// Decompress a COMPRESSED body by the sysflag's compression type.
-pub fn decompress(sys_flag: i32, body: &[u8]) -> Result<Vec<u8>, String> {
-    let kind = Compression::of(sys_flag).ok_or_else(|| {
-        format!(
-            "unknown compression type {}",
-            (sys_flag & sysflag::COMPRESSION_TYPE_MASK) >> 8
-        )
+pub fn decompress(sys_flag: i32, body: &[u8]) -> Result<Vec<u8>, DecompressError> {
+    let kind = Compression::of(sys_flag).ok_or(DecompressError::UnknownType {
+        found: (sys_flag & sysflag::COMPRESSION_TYPE_MASK) >> 8,
     })?;
     let mut out = Vec::new();
     let res = match kind {
@@ -58,7 +70,7 @@ pub fn decompress(sys_flag: i32, body: &[u8]) -> Result<Vec<u8>, String> {
         Compression::Zstd => unzstd(body, &mut out),
     };
     res.map(|_| out)
-        .map_err(|e| format!("{kind:?} body does not decompress: {e}"))
+        .map_err(|source| DecompressError::Corrupt { kind, source })
 }
 
 thread_local! {
@@ -167,8 +179,25 @@ mod tests {
         // Clients before 4.9.4 set only the COMPRESSED bit: zlib.
         let z = compress(Compression::Zlib, &body).unwrap();
         assert_eq!(decompress(sysflag::COMPRESSED, &z).unwrap(), body);
-        assert!(decompress(sysflag::COMPRESSED | 0x400, &z).is_err());
-        assert!(decompress(Compression::Lz4.sys_flag_bits(), b"garbage").is_err());
+        assert!(matches!(
+            decompress(sysflag::COMPRESSED | 0x400, &z),
+            Err(DecompressError::UnknownType { found: 4 })
+        ));
+        let e = decompress(Compression::Lz4.sys_flag_bits(), b"garbage").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                DecompressError::Corrupt {
+                    kind: Compression::Lz4,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string().starts_with("Lz4 body does not decompress: "),
+            "{e}"
+        );
     }
 
     /// The thread's reused zstd context against a fresh decoder per body, with broken and
@@ -198,7 +227,11 @@ mod tests {
             b,
         ];
         for body in &bodies {
-            assert_eq!(decompress(flag, body), fresh(body), "{body:?}");
+            assert_eq!(
+                decompress(flag, body).map_err(|e| e.to_string()),
+                fresh(body),
+                "{body:?}"
+            );
         }
     }
 }

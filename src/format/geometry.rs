@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::error::{Error, Result};
+use super::error::{BrokerConfError, Result};
 
 /// Default `mappedFileSizeCommitLog` (1 GiB).
 pub const DEFAULT_COMMITLOG_FILE_SIZE: u64 = 1 << 30;
@@ -154,14 +154,17 @@ impl GeometryOverrides {
         let text = String::from_utf8_lossy(&bytes);
         let props = parse_java_properties(&text);
         let mut o = GeometryOverrides::default();
-        let num = |k: &str| -> Result<Option<u64>> {
-            match props.get(k) {
+        let num = |key: &'static str| -> Result<Option<u64>> {
+            match props.get(key) {
                 None => Ok(None),
-                Some(v) => v
-                    .trim()
-                    .parse::<u64>()
-                    .map(Some)
-                    .map_err(|_| Error::layout(path, format!("{k}={v} is not a number"))),
+                Some(v) => v.trim().parse::<u64>().map(Some).map_err(|_| {
+                    BrokerConfError::NotANumber {
+                        path: path.to_path_buf(),
+                        key,
+                        value: v.to_string(),
+                    }
+                    .into()
+                }),
             }
         };
         o.commitlog_file_size = num("mappedFileSizeCommitLog")?;
@@ -170,10 +173,13 @@ impl GeometryOverrides {
         o.index_slots = num("maxHashSlotNum")?.map(|v| v.min(u32::MAX as u64) as u32);
         o.index_entries = num("maxIndexNum")?.map(|v| v.min(u32::MAX as u64) as u32);
         if let Some(v) = props.get("messageDelayLevel") {
-            o.delay_levels = Some(
-                parse_delay_levels(v)
-                    .ok_or_else(|| Error::layout(path, format!("bad messageDelayLevel {v:?}")))?,
-            );
+            o.delay_levels =
+                Some(
+                    parse_delay_levels(v).ok_or_else(|| BrokerConfError::BadDelayLevels {
+                        path: path.to_path_buf(),
+                        value: v.to_string(),
+                    })?,
+                );
         }
         Ok(o)
     }
@@ -308,5 +314,33 @@ mod tests {
         assert_eq!(g.index_file_size(), 40 + 28 + 80_000);
         std::fs::write(&p, "maxIndexNum=abc\n").unwrap();
         assert!(GeometryOverrides::from_broker_conf(&p).is_err());
+    }
+
+    #[test]
+    fn a_bad_broker_conf_value_names_the_key_and_the_value() {
+        use crate::format::error::{BrokerConfError, Error};
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("broker.conf");
+        std::fs::write(&p, "maxHashSlotNum=5000000\nmaxIndexNum = 4e6 \n").unwrap();
+        let e = GeometryOverrides::from_broker_conf(&p).unwrap_err();
+        match &e {
+            Error::BrokerConf(BrokerConfError::NotANumber { path, key, value }) => {
+                assert_eq!(path, &p);
+                assert_eq!(*key, "maxIndexNum");
+                assert_eq!(value.trim(), "4e6");
+            }
+            other => panic!("{other}"),
+        }
+        assert_eq!(e.path(), p);
+        assert!(e.to_string().ends_with("is not a number"), "{e}");
+        std::fs::write(&p, "messageDelayLevel=1s 2x\n").unwrap();
+        let e = GeometryOverrides::from_broker_conf(&p).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::BrokerConf(BrokerConfError::BadDelayLevels { value, .. }) if value == "1s 2x"
+            ),
+            "{e}"
+        );
     }
 }

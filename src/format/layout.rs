@@ -9,7 +9,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::error::{Error, Result};
+use super::error::{Error, Result, WritePathError};
 
 /// `TopicValidator.TOPIC_MAX_LENGTH`: what a client may create.
 pub const TOPIC_MAX_LEN: usize = 127;
@@ -71,13 +71,11 @@ pub fn check_queue_id(queue_id: i32) -> std::result::Result<(), NameError> {
 
 /// `<root>/consumequeue/<topic>/<queueId>`, once both names are checked.
 pub fn queue_dir(root: &Path, topic: &str, queue_id: i32) -> Result<PathBuf> {
-    let bad = |e: NameError| {
-        Error::layout(
-            root,
-            format!(
-                "refusing to make a consume queue path of topic {topic:?} queue {queue_id}: {e}"
-            ),
-        )
+    let bad = |source: NameError| WritePathError::BadQueueName {
+        root: root.to_path_buf(),
+        topic: topic.to_string(),
+        queue_id,
+        source,
     };
     check_topic(topic).map_err(bad)?;
     check_queue_id(queue_id).map_err(bad)?;
@@ -116,7 +114,10 @@ pub fn resolve(path: &Path) -> Result<PathBuf> {
             }
             Err(_) => {
                 let Some(parent) = existing.parent() else {
-                    return Err(Error::layout(path, "no part of this path exists"));
+                    return Err(WritePathError::NothingExists {
+                        path: path.to_path_buf(),
+                    }
+                    .into());
                 };
                 if let Some(last) = existing.components().next_back() {
                     rest.push(last);
@@ -141,24 +142,22 @@ pub fn enclosing_store(path: &Path) -> Result<Option<PathBuf>> {
         .map(Path::to_path_buf))
 }
 
-/// Refuse an output path that lies inside a store: `what` names the option in the message.
-/// With `may_be_store`, `path` itself may be a store root (an overlay that is continued), but
-/// none of its ancestors may be.
-pub fn ensure_outside_stores(path: &Path, what: &str, may_be_store: bool) -> Result<()> {
+/// Refuse an output path that lies inside a store: `option` names where the path came from in
+/// the message. With `may_be_store`, `path` itself may be a store root (an overlay that is
+/// continued), but none of its ancestors may be.
+pub fn ensure_outside_stores(path: &Path, option: &'static str, may_be_store: bool) -> Result<()> {
     let r = resolve(path)?;
     let mut ancestors = r.ancestors();
     if may_be_store {
         ancestors.next();
     }
     if let Some(store) = ancestors.find(|a| is_store_root(a)) {
-        return Err(Error::layout(
-            path,
-            format!(
-                "{what} lies inside the store {}: refusing to write into a store (choose a \
-                 path outside it)",
-                store.display()
-            ),
-        ));
+        return Err(WritePathError::InsideStore {
+            path: path.to_path_buf(),
+            option,
+            store: store.to_path_buf(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -211,8 +210,27 @@ mod tests {
             queue_dir(root, "T", 3).unwrap(),
             Path::new("/s/consumequeue/T/3")
         );
-        assert!(queue_dir(root, "../../x", 3).is_err());
-        assert!(queue_dir(root, "T", -3).is_err());
+        let e = queue_dir(root, "../../x", 3).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::WritePath(WritePathError::BadQueueName {
+                    topic,
+                    queue_id: 3,
+                    source: NameError::TopicChar { at: 0, found: '.' },
+                    ..
+                }) if topic == "../../x"
+            ),
+            "{e}"
+        );
+        assert_eq!(e.path(), root);
+        assert!(matches!(
+            queue_dir(root, "T", -3),
+            Err(Error::WritePath(WritePathError::BadQueueName {
+                source: NameError::NegativeQueueId(-3),
+                ..
+            }))
+        ));
     }
 
     #[test]
@@ -232,6 +250,14 @@ mod tests {
             outside.join("../store/z"),
         ] {
             let e = ensure_outside_stores(&inside, "--out", false).unwrap_err();
+            assert!(
+                matches!(
+                    &e,
+                    Error::WritePath(WritePathError::InsideStore { option: "--out", store: s, .. })
+                        if *s == store.canonicalize().unwrap()
+                ),
+                "{e}"
+            );
             assert!(e.to_string().contains("inside the store"), "{e}");
         }
         // An existing overlay is itself a store; its parent must not be one.

@@ -309,7 +309,7 @@ pub fn lines(app: &App, offset: u64) -> Vec<Line<'static>> {
         .decompressed_body()
         .map(|b| b.into_owned())
         .unwrap_or_else(|e| {
-            out.push(Line::from(e));
+            out.push(Line::from(e.to_string()));
             m.body.to_vec()
         });
     if body.len() > BODY_SHOWN && app.body_view != BodyView::Record {

@@ -21,6 +21,7 @@ use rmqstore::format::config::{
     load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups, TopicConfigs,
 };
 use rmqstore::format::consumequeue::{valid_units, ConsumeQueue, CqUnit, UNIT_SIZE};
+use rmqstore::format::error::QueueFileError;
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::indexfile::{
     build_key, check_file, index_key_hash, infer_geometry, slot_of, IndexEntry, IndexFile,
@@ -613,6 +614,14 @@ fn consumequeue_truncated_to_a_non_multiple_of_20() {
         let e = after
             .file_size_issue(&after.files[0])
             .expect("a size issue");
+        assert!(
+            matches!(
+                &e,
+                Error::QueueFile(QueueFileError::WrongSize { path, len, expected })
+                    if *path == first && *len == units * 20 + 7 && *expected == cq.file_size
+            ),
+            "{e}"
+        );
         let msg = e.to_string();
         assert!(msg.contains(&first.display().to_string()), "{msg}");
         assert!(

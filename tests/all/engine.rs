@@ -18,8 +18,9 @@ use rmqstore::engine::broker::pull::{
 use rmqstore::engine::broker::rebalance::{allocate, AllocateStrategy, MessageQueue};
 use rmqstore::engine::broker::retry::{retry_schedule, SendBackOutcome};
 use rmqstore::engine::broker::schedule::DeliveryOutcome;
+use rmqstore::engine::broker::timer::TimerRefused;
 use rmqstore::engine::broker::transaction::HalfState;
-use rmqstore::engine::broker::{Engine, EngineOptions};
+use rmqstore::engine::broker::{Engine, EngineError, EngineOptions};
 use rmqstore::engine::filter::sql::SqlFilter;
 use rmqstore::engine::filter::TagFilter;
 use rmqstore::engine::store::dispatch::SCHEDULE_TOPIC;
@@ -1584,10 +1585,28 @@ fn a_5x_put_with_a_timer_property_is_parked_on_the_timer_topic() {
         .unwrap();
     assert_eq!(now.topic, "TopicA");
     let far = engine.put_message(message("TopicA", 1, &[("TIMER_DELAY_SEC", "345600")], "x"));
-    assert!(far
-        .unwrap_err()
-        .to_string()
-        .contains("WHEEL_TIMER_MSG_ILLEGAL"));
+    let far = far.unwrap_err();
+    assert!(
+        matches!(
+            far,
+            EngineError::TimerRefused(TimerRefused::TooFarAhead {
+                ahead_ms: 345_600_000,
+                max_delay_sec: 259_200
+            })
+        ),
+        "{far}"
+    );
+    assert!(far.to_string().contains("WHEEL_TIMER_MSG_ILLEGAL"));
+    let bad = engine.put_message(message("TopicA", 1, &[("TIMER_DELAY_MS", "soon")], "x"));
+    let bad = bad.unwrap_err();
+    assert!(
+        matches!(
+            &bad,
+            EngineError::TimerRefused(TimerRefused::NotANumber { property: "TIMER_DELAY_MS", value })
+                if value == "soon"
+        ),
+        "{bad}"
+    );
     // a delay level wins and drops the timer properties
     let lvl = engine
         .put_message(message(

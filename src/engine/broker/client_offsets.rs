@@ -24,7 +24,9 @@ use crate::engine::store::safedir::stamp;
 use crate::format::config::persist::dated_copy;
 use crate::format::config::{persist, with_suffix, ConsumerOffsets};
 use crate::format::entry::{probe, Kind};
-use crate::format::error::{Error, Result};
+use crate::format::error::{
+    ClientDirError, ClientDirProblem, ClientNameError, Error, Result, WritePathError,
+};
 
 /// The file's name inside a client folder.
 pub const FILE_NAME: &str = "offsets.json";
@@ -38,7 +40,7 @@ pub struct ClientDir {
 }
 
 /// The client's rule for a group name (`Validators.checkGroup`): 1 to 255 of `a-z A-Z 0-9 % | _ -`.
-pub fn check_group_name(name: &str) -> std::result::Result<(), String> {
+pub fn check_group_name(name: &str) -> std::result::Result<(), ClientNameError> {
     let legal = !name.is_empty()
         && name.len() <= 255
         && name
@@ -47,14 +49,14 @@ pub fn check_group_name(name: &str) -> std::result::Result<(), String> {
     if legal {
         Ok(())
     } else {
-        Err(format!(
-            "group {name:?}: a group name is 1 to 255 of the characters a-z A-Z 0-9 % | _ -"
-        ))
+        Err(ClientNameError::Group {
+            name: name.to_string(),
+        })
     }
 }
 
 /// A client id as `buildMQClientId` makes it: `<ip>@<instanceName>[@<unitName>]`.
-pub fn check_client_id(id: &str) -> std::result::Result<(), String> {
+pub fn check_client_id(id: &str) -> std::result::Result<(), ClientNameError> {
     let parts: Vec<&str> = id.split('@').collect();
     let ok = (2..=3).contains(&parts.len())
         && parts.iter().all(|p| !p.is_empty())
@@ -62,9 +64,7 @@ pub fn check_client_id(id: &str) -> std::result::Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "client id {id:?}: expected <clientIP>@<instanceName> (e.g. 10.0.0.5@DEFAULT)"
-        ))
+        Err(ClientNameError::ClientId { id: id.to_string() })
     }
 }
 
@@ -72,16 +72,17 @@ impl ClientDir {
     /// Check `dir`: an existing folder whose name passes the group rule, inside a folder whose
     /// name is a client id.
     pub fn open(dir: &Path) -> Result<ClientDir> {
-        let bad = |what: String| {
-            Error::layout(
-                dir,
-                format!("{what} (--client-dir is <localOffsetStoreDir>/<clientId>/<group>)"),
-            )
+        let bad = |problem: ClientDirProblem| -> Error {
+            ClientDirError {
+                path: dir.to_path_buf(),
+                problem,
+            }
+            .into()
         };
         match probe(dir).kind {
             Kind::Dir => {}
-            Kind::Missing => return Err(bad("no such directory".into())),
-            k => return Err(bad(format!("{}, not a directory", k.describe()))),
+            Kind::Missing => return Err(bad(ClientDirProblem::NoSuchDirectory)),
+            found => return Err(bad(ClientDirProblem::NotADirectory { found })),
         }
         // the named folder and its parent, not what `..` or a trailing `.` resolve to
         let abs = std::path::absolute(dir).map_err(|e| Error::io(dir, e))?;
@@ -96,17 +97,17 @@ impl ClientDir {
                 }
                 std::path::Component::Normal(n) => parts.push(
                     n.to_str()
-                        .ok_or_else(|| bad(format!("{n:?} is not UTF-8")))?
+                        .ok_or_else(|| bad(ClientDirProblem::NotUtf8 { name: n.to_owned() }))?
                         .to_string(),
                 ),
                 _ => {}
             }
         }
         let (Some(group), Some(client_id)) = (parts.pop(), parts.pop()) else {
-            return Err(bad("no group and client id folders in this path".into()));
+            return Err(bad(ClientDirProblem::TooShort));
         };
-        check_group_name(&group).map_err(bad)?;
-        check_client_id(&client_id).map_err(bad)?;
+        check_group_name(&group).map_err(|e| bad(e.into()))?;
+        check_client_id(&client_id).map_err(|e| bad(e.into()))?;
         Ok(ClientDir {
             dir: dir.to_path_buf(),
             client_id,
@@ -287,11 +288,10 @@ impl ClientOffsets {
 fn ensure_plain(p: &Path) -> Result<()> {
     let e = probe(p);
     if e.symlink {
-        return Err(Error::layout(
-            p,
-            "a symlink: refusing to write through it (offsets.json and its .tmp and .bak must be \
-             regular files inside the client directory)",
-        ));
+        return Err(WritePathError::ClientFileSymlink {
+            path: p.to_path_buf(),
+        }
+        .into());
     }
     match e.kind {
         Kind::Missing | Kind::File { .. } => Ok(()),
@@ -325,16 +325,40 @@ mod tests {
         assert_eq!(ClientDir::open(&dotted).unwrap().group, "BroadcastGroup");
         let bad = t.path().join("no-at-sign").join("G");
         std::fs::create_dir_all(&bad).unwrap();
-        let e = ClientDir::open(&bad).unwrap_err().to_string();
+        let e = ClientDir::open(&bad).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                Error::ClientDir(ClientDirError {
+                    problem: ClientDirProblem::Name(ClientNameError::ClientId { id }),
+                    ..
+                }) if id == "no-at-sign"
+            ),
+            "{e}"
+        );
+        assert_eq!(e.path(), bad);
+        let e = e.to_string();
         assert!(e.contains("client id \"no-at-sign\""), "{e}");
         let bad = t.path().join("1.2.3.4@X").join("bad.group");
         std::fs::create_dir_all(&bad).unwrap();
         let e = ClientDir::open(&bad).unwrap_err().to_string();
         assert!(e.contains("group \"bad.group\""), "{e}");
-        let e = ClientDir::open(&t.path().join("1.2.3.4@X/missing"))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("no such directory"), "{e}");
+        assert!(
+            e.ends_with(" (--client-dir is <localOffsetStoreDir>/<clientId>/<group>)"),
+            "{e}"
+        );
+        let e = ClientDir::open(&t.path().join("1.2.3.4@X/missing")).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::ClientDir(ClientDirError {
+                    problem: ClientDirProblem::NoSuchDirectory,
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("no such directory"), "{e}");
     }
 
     #[test]
@@ -387,7 +411,12 @@ mod tests {
         std::os::unix::fs::symlink(&outside, &bak).unwrap();
         let mut c = ClientOffsets::load(dir.clone(), "broker-a").unwrap();
         c.set("T", 0, 1);
-        let e = c.persist("test").unwrap_err().to_string();
+        let e = c.persist("test").unwrap_err();
+        assert!(
+            matches!(&e, Error::WritePath(WritePathError::ClientFileSymlink { path }) if *path == bak),
+            "{e}"
+        );
+        let e = e.to_string();
         assert!(
             e.contains("offsets.json.bak") && e.contains("symlink"),
             "{e}"

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::engine::broker::rebalance::MessageQueue;
 use crate::format::config::fastjson::{parse_node, write_string, JsonKey, JsonValue, NodeKind};
 use crate::format::config::{persist, with_suffix, ConsumerOffsets};
-use crate::format::error::{Error, ErrorKind, ParseError, Result};
+use crate::format::error::{ConfigLoadError, Error, ErrorKind, ParseError, Result, Unusable};
 
 /// `ConsumerOffsetManager.queryOffset`: the committed next offset, or -1 when the group, topic
 /// or queue is unknown.
@@ -290,8 +290,8 @@ pub struct LocalOffsetRead {
 /// `readOffset` then answers -1 and `persistAll` writes nothing).
 pub fn read_local_offset(path: &Path) -> Result<LocalOffsetRead> {
     let read = crate::format::config::read_config_bytes;
-    let reason = match read(path) {
-        Ok(Some(b)) if b.is_empty() => "empty".to_string(),
+    let main_state = match read(path) {
+        Ok(Some(b)) if b.is_empty() => Unusable::Empty,
         Ok(Some(b)) => match OffsetFile::from_bytes(&b) {
             Ok(f) => {
                 return Ok(LocalOffsetRead {
@@ -299,10 +299,10 @@ pub fn read_local_offset(path: &Path) -> Result<LocalOffsetRead> {
                     source: OffsetFileSource::Main,
                 })
             }
-            Err(e) => format!("unparsable: {e}"),
+            Err(e) => Unusable::Unparsable(e),
         },
-        Ok(None) => "missing".to_string(),
-        Err(e) => format!("unreadable: {e}"),
+        Ok(None) => Unusable::Missing,
+        Err(e) => Unusable::Unreadable(Box::new(e)),
     };
     let bak = with_suffix(path, ".bak");
     let bak_state = match read(&bak) {
@@ -310,35 +310,38 @@ pub fn read_local_offset(path: &Path) -> Result<LocalOffsetRead> {
             return match OffsetFile::from_bytes(&b) {
                 Ok(f) => Ok(LocalOffsetRead {
                     file: Some(f),
-                    source: OffsetFileSource::Backup { reason },
+                    source: OffsetFileSource::Backup {
+                        reason: main_state.as_client_reads().to_string(),
+                    },
                 }),
-                Err(e) => Err(Error::layout(
-                    &bak,
-                    format!(
-                        "readLocalOffset: {} is {reason}, and the backup is unparsable: {e}",
-                        path.display()
-                    ),
-                )),
+                Err(source) => Err(ConfigLoadError::ClientBackupUnparsable {
+                    path: bak,
+                    main: path.to_path_buf(),
+                    main_state,
+                    source,
+                }
+                .into()),
             }
         }
         Ok(Some(_)) => "empty",
         Ok(None) => "missing",
         Err(e) => {
-            return Err(Error::layout(
-                &bak,
-                format!(
-                    "readLocalOffset: {} is {reason}, and the backup is unreadable: {e}",
-                    path.display()
-                ),
-            ))
+            return Err(ConfigLoadError::ClientBackupUnreadable {
+                path: bak,
+                main: path.to_path_buf(),
+                main_state,
+                source: Box::new(e),
+            }
+            .into())
         }
     };
     Ok(LocalOffsetRead {
         file: None,
         source: OffsetFileSource::Empty {
             reason: format!(
-                "{}: {reason}; {}: {bak_state}",
+                "{}: {}; {}: {bak_state}",
                 path.display(),
+                main_state.as_client_reads(),
                 bak.display()
             ),
         },
@@ -497,6 +500,21 @@ mod tests {
         assert_eq!(d.read_offset(&q1, ReadOffsetType::ReadFromStore), -1);
         // an unparsable .bak makes the read fail: -1, and persist writes nothing
         std::fs::write(with_suffix(c.path(), ".bak"), b"{bad").unwrap();
+        match read_local_offset(c.path()).unwrap_err() {
+            crate::format::Error::ConfigLoad(e) => match *e {
+                ConfigLoadError::ClientBackupUnparsable {
+                    ref path,
+                    ref main,
+                    main_state: Unusable::Unparsable(_),
+                    ..
+                } => {
+                    assert_eq!(*path, with_suffix(c.path(), ".bak"));
+                    assert_eq!(main, c.path());
+                }
+                other => panic!("{other}"),
+            },
+            other => panic!("{other}"),
+        }
         let mut e = LocalOffsetStore::new(&dir, "10.0.0.1@DEFAULT", "g");
         assert_eq!(e.read_offset(&q0, ReadOffsetType::ReadFromStore), -1);
         e.update_offset(&q0, 9, false);

@@ -253,9 +253,14 @@ impl TimerProgress {
 pub fn requested_deliver_ms(
     pairs: &[(String, String)],
     now: i64,
-) -> Option<std::result::Result<i64, String>> {
+) -> Option<std::result::Result<i64, TimerRefused>> {
     let get = |n: &str| pairs.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
-    let num = |n: &str, v: &str| parse_long(v).ok_or_else(|| format!("{n}={v:?} is not a number"));
+    let num = |property: &'static str, v: &str| {
+        parse_long(v).ok_or_else(|| TimerRefused::NotANumber {
+            property,
+            value: v.to_string(),
+        })
+    };
     if let Some(v) = get(prop::TIMER_DELAY_SEC) {
         return Some(
             num(prop::TIMER_DELAY_SEC, v).map(|s| now.saturating_add(s.saturating_mul(1000))),
@@ -269,8 +274,22 @@ pub fn requested_deliver_ms(
 
 /// Why a put of a timer message was refused (`WHEEL_TIMER_MSG_ILLEGAL`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("timer message refused (WHEEL_TIMER_MSG_ILLEGAL): {0}")]
-pub struct TimerRefused(pub String);
+pub enum TimerRefused {
+    /// A `TIMER_*` property whose value is not a Java long.
+    #[error(
+        "timer message refused (WHEEL_TIMER_MSG_ILLEGAL): {property}={value:?} is not a number"
+    )]
+    NotANumber {
+        property: &'static str,
+        value: String,
+    },
+    /// A delivery time further ahead than `timerMaxDelaySec`.
+    #[error(
+        "timer message refused (WHEEL_TIMER_MSG_ILLEGAL): delivery {ahead_ms} ms ahead is beyond \
+         timerMaxDelaySec ({max_delay_sec} s)"
+    )]
+    TooFarAhead { ahead_ms: i64, max_delay_sec: i64 },
+}
 
 /// `HookUtils.handleScheduleMessage` for a 5.x put: a message with a delay level loses its
 /// timer properties; one with a `TIMER_*` delivery time in the future is parked on the timer
@@ -297,16 +316,15 @@ pub fn park_if_timer(
     let Some(deliver) = requested_deliver_ms(&pairs, now) else {
         return Ok(false);
     };
-    let deliver = deliver.map_err(TimerRefused)?;
+    let deliver = deliver?;
     if deliver <= now {
         return Ok(false);
     }
     if deliver - now > timer::DEFAULT_MAX_DELAY_SEC * 1000 {
-        return Err(TimerRefused(format!(
-            "delivery {} ms ahead is beyond timerMaxDelaySec ({} s)",
-            deliver - now,
-            timer::DEFAULT_MAX_DELAY_SEC
-        )));
+        return Err(TimerRefused::TooFarAhead {
+            ahead_ms: deliver - now,
+            max_delay_sec: timer::DEFAULT_MAX_DELAY_SEC,
+        });
     }
     let out = timer::normalize_deliver_ms(deliver, timer::DEFAULT_PRECISION_MS);
     set_property(&mut pairs, prop::TIMER_OUT_MS, out.to_string());

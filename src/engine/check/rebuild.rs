@@ -36,7 +36,7 @@ use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::{MessageRef, Segment};
 use crate::format::consumequeue::write::QueueWriter;
 use crate::format::consumequeue::CqUnit;
-use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::error::{Error, ErrorKind, RebuildError, Result, WritePathError};
 use crate::format::geometry::Geometry;
 use crate::format::indexfile::write::HashedRecord;
 
@@ -283,7 +283,12 @@ fn walk_in_pieces(
             Taken::More => ready = walked,
         }
     }
-    joined.ok_or_else(|| Error::layout(&seg.path, "no piece of the file was walked"))
+    joined.ok_or_else(|| {
+        RebuildError::NoPieceWalked {
+            path: seg.path.clone(),
+        }
+        .into()
+    })
 }
 
 /// What [`take_in_order`] did with a window of pieces.
@@ -657,10 +662,7 @@ pub fn rebuild_from(
     ] {
         let p = out_root.join(name);
         if flag && crate::format::entry::probe(&p).kind != crate::format::entry::Kind::Missing {
-            return Err(Error::layout(
-                &p,
-                "already exists: refusing to write over it",
-            ));
+            return Err(WritePathError::AlreadyExists { path: p }.into());
         }
     }
     std::fs::create_dir_all(out_root).map_err(|e| Error::io(out_root, e))?;

@@ -21,7 +21,7 @@ use crate::format::checkpoint::{AbortMarker, Checkpoint};
 use crate::format::commitlog::Commitlog;
 use crate::format::consumequeue::ConsumeQueue;
 use crate::format::entry::{self, Entry, Kind};
-use crate::format::error::{Error, Result};
+use crate::format::error::{Error, OpenError, Result};
 use crate::format::geometry::{resolve, Geometry, GeometryInputs};
 use crate::format::layout::{check_topic, NameError};
 
@@ -67,18 +67,24 @@ impl Store {
     pub fn open(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
         let commitlog_dir = root.join(paths::COMMITLOG);
         if !root.is_dir() {
-            let what = match std::fs::symlink_metadata(root) {
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "no such directory",
-                Err(_) => "cannot be read",
-                Ok(_) => "not a directory",
-            };
-            return Err(Error::layout(root, what));
+            let path = root.to_path_buf();
+            return Err(match std::fs::symlink_metadata(root) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    OpenError::NoSuchDirectory { path }
+                }
+                Err(e) => OpenError::RootUnreadable {
+                    path,
+                    kind: e.kind(),
+                },
+                Ok(_) => OpenError::NotADirectory { path },
+            }
+            .into());
         }
         if !commitlog_dir.is_dir() && !root.join(paths::CONSUMEQUEUE).is_dir() {
-            return Err(Error::layout(
-                root,
-                "not a RocketMQ store root: neither commitlog/ nor consumequeue/ found",
-            ));
+            return Err(OpenError::NotAStoreRoot {
+                path: root.to_path_buf(),
+            }
+            .into());
         }
         let commitlog = if commitlog_dir.is_dir() {
             Commitlog::open(&commitlog_dir)?
@@ -175,7 +181,10 @@ impl StorePath {
     /// Classify `path` by its name and the names of its parent folders.
     pub fn classify(path: &Path) -> Result<StorePath> {
         let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::layout(path, "no such file or directory"),
+            std::io::ErrorKind::NotFound => OpenError::NoSuchFile {
+                path: path.to_path_buf(),
+            }
+            .into(),
             _ => Error::io(path, e),
         })?;
         if meta.is_dir() {
@@ -215,10 +224,10 @@ impl StorePath {
         if name == paths::CHECKPOINT {
             return Ok(StorePath::Checkpoint(path.to_path_buf()));
         }
-        Err(Error::layout(
-            path,
-            "not a store root nor a known store file (commitlog/, consumequeue/<topic>/<queue>/, index/, config/, checkpoint)",
-        ))
+        Err(OpenError::NotAStoreFile {
+            path: path.to_path_buf(),
+        }
+        .into())
     }
 }
 
@@ -377,14 +386,31 @@ mod tests {
             StorePath::ConfigFile(conf.clone())
         );
         let e = StorePath::classify(&root.join("nope")).unwrap_err();
-        assert!(e.to_string().contains("nope"));
+        assert!(
+            matches!(e, Error::Open(OpenError::NoSuchFile { .. })),
+            "{e}"
+        );
+        assert_eq!(e.path(), root.join("nope"));
         let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/README.md");
-        assert!(StorePath::classify(&readme).is_err());
+        let e = StorePath::classify(&readme).unwrap_err();
+        assert!(
+            matches!(e, Error::Open(OpenError::NotAStoreFile { ref path }) if *path == readme),
+            "{e}"
+        );
         // a store opens; a folder that is not one is refused with a reason
         let s = Store::open(&root, &GeometryInputs::default()).unwrap();
         assert_eq!(s.topics().len(), 8);
         assert_eq!(s.topic_queues("OrderTopic").count(), 4);
         let not = Store::open(&root.join("config"), &GeometryInputs::default()).unwrap_err();
+        assert!(
+            matches!(not, Error::Open(OpenError::NotAStoreRoot { .. })),
+            "{not}"
+        );
         assert!(not.to_string().contains("not a RocketMQ store root"));
+        let missing = Store::open(&root.join("nope"), &GeometryInputs::default()).unwrap_err();
+        assert!(
+            matches!(missing, Error::Open(OpenError::NoSuchDirectory { .. })),
+            "{missing}"
+        );
     }
 }

@@ -8,7 +8,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::engine::store::paths;
-use crate::format::error::{Error, Holder, Result};
+use crate::format::error::{Error, Holder, Result, WritePathError};
 
 pub use crate::format::failpoint::failpoint;
 
@@ -130,15 +130,12 @@ impl StoreLock {
             crate::format::entry::Kind::File { .. } | crate::format::entry::Kind::Missing
         );
         if found.symlink || !usable {
-            return Err(Error::layout(
-                &path,
-                format!(
-                    "{} is {}{}: refusing to lock through it",
-                    paths::LOCK,
-                    if found.symlink { "a symlink to " } else { "" },
-                    found.kind.describe()
-                ),
-            ));
+            return Err(WritePathError::LockNotAFile {
+                path,
+                symlink: found.symlink,
+                found: found.kind,
+            }
+            .into());
         }
         let f = std::fs::OpenOptions::new()
             .read(true)
@@ -503,6 +500,42 @@ pub fn stamp() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lock_that_is_not_a_plain_file_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        std::fs::create_dir(root.join("lock")).unwrap();
+        let e = StoreLock::acquire(root).err().expect("a folder named lock");
+        assert!(
+            matches!(
+                e,
+                Error::WritePath(WritePathError::LockNotAFile {
+                    symlink: false,
+                    found: crate::format::entry::Kind::Dir,
+                    ..
+                })
+            ),
+            "{e}"
+        );
+        assert_eq!(e.path(), root.join("lock"));
+        std::fs::remove_dir(root.join("lock")).unwrap();
+        std::fs::write(root.join("elsewhere"), b"").unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("lock")).unwrap();
+        let e = StoreLock::acquire(root).err().expect("a symlinked lock");
+        assert!(
+            matches!(
+                e,
+                Error::WritePath(WritePathError::LockNotAFile { symlink: true, .. })
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with(": lock is a symlink to a regular file: refusing to lock through it"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn liveness_sees_a_held_lock_and_a_running_abort_pid() {

@@ -18,7 +18,7 @@ use crate::format::commitlog::write::blank_record;
 use crate::format::commitlog::{prop, Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
 use crate::format::config::{persist, ConfigFile};
 use crate::format::consumequeue::write::QueueWriter;
-use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::error::{Error, ErrorKind, Result, WriterError};
 use crate::format::filename::offset_to_name;
 use crate::format::geometry::Geometry;
 use crate::format::layout::queue_dir;
@@ -87,10 +87,7 @@ impl StoreWriter {
                 .next()
                 .is_some()
         {
-            return Err(Error::layout(
-                &cl,
-                "refusing to write into an existing commitlog",
-            ));
+            return Err(WriterError::ExistingCommitlog { path: cl }.into());
         }
         let index = options
             .index
@@ -207,13 +204,11 @@ impl StoreWriter {
                     break;
                 }
                 end => {
-                    return Err(Error::layout(
-                        &seg.path,
-                        format!(
-                            "cannot resume: the data ends here ({end:?}) but later commitlog \
-                             files exist or the file is damaged; repair the store first"
-                        ),
-                    ))
+                    return Err(WriterError::CannotResume {
+                        path: seg.path.clone(),
+                        end,
+                    }
+                    .into())
                 }
             }
         }
@@ -284,7 +279,10 @@ impl StoreWriter {
     pub fn append(&mut self, msg: Message) -> Result<Appended> {
         self.buf.clear();
         msg.encode_into(&mut self.buf)
-            .map_err(|e| Error::layout(&self.root, e.to_string()))?;
+            .map_err(|source| WriterError::Encode {
+                path: self.root.clone(),
+                source,
+            })?;
         let n = batch_count(msg.property(prop::INNER_NUM).as_deref(), msg.sys_flag);
         let queued = msg.transaction_type().is_queued();
         let (wrote_offset, queue_offset) =
@@ -335,12 +333,12 @@ impl StoreWriter {
         let file_size = self.options.geometry.commitlog_file_size.value;
         let len = self.buf.len();
         if (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size || len < PHYSICAL_OFFSET_END {
-            return Err(Error::layout(
-                &self.root,
-                format!(
-                    "a record of {len} bytes does not fit commitlog files of {file_size} bytes"
-                ),
-            ));
+            return Err(WriterError::RecordDoesNotFit {
+                path: self.root.clone(),
+                len,
+                file_size,
+            }
+            .into());
         }
         if self.segment.is_none() {
             self.open_segment(self.next_offset)?;
@@ -360,7 +358,10 @@ impl StoreWriter {
             self.open_segment(self.next_offset)?;
         }
         let Some(seg) = self.segment.as_mut() else {
-            return Err(Error::layout(&self.root, "no commitlog file open"));
+            return Err(WriterError::NoFileOpen {
+                path: self.root.clone(),
+            }
+            .into());
         };
         let wrote_offset = seg.start + seg.pos;
         let queue_offset = if queued {
@@ -492,4 +493,80 @@ pub fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
         .map_err(|e| Error::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::commitlog::{Host, MessageVersion};
+    use crate::format::geometry::{Source, Sourced};
+
+    fn message(body_len: usize) -> Message {
+        let host = Host::v4([127, 0, 0, 1], 10911);
+        Message {
+            topic: "T".to_string(),
+            queue_id: 0,
+            flag: 0,
+            queue_offset: 0,
+            physical_offset: 0,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: host,
+            store_timestamp: 1,
+            store_host: host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: vec![b'x'; body_len],
+            properties: Vec::new(),
+            version: MessageVersion::V1,
+        }
+    }
+
+    fn options(commitlog_file_size: u64) -> WriterOptions {
+        WriterOptions {
+            geometry: Geometry {
+                commitlog_file_size: Sourced::new(commitlog_file_size, Source::Flag),
+                ..Geometry::default()
+            },
+            consumequeue: true,
+            index: false,
+            index_naming: IndexNaming::Utc,
+        }
+    }
+
+    #[test]
+    fn a_record_larger_than_a_file_names_its_size_and_the_file_size() {
+        let t = tempfile::tempdir().unwrap();
+        let mut w = StoreWriter::create(t.path(), options(4096)).unwrap();
+        w.append(message(100)).unwrap();
+        let e = w.append(message(5000)).unwrap_err();
+        match &e {
+            Error::Writer(WriterError::RecordDoesNotFit {
+                path,
+                len,
+                file_size,
+            }) => {
+                assert_eq!(path, t.path());
+                assert!(*len > 5000, "{len}");
+                assert_eq!(*file_size, 4096);
+            }
+            other => panic!("{other}"),
+        }
+        assert!(e
+            .to_string()
+            .ends_with("does not fit commitlog files of 4096 bytes"));
+    }
+
+    #[test]
+    fn a_new_store_is_not_written_over_a_commitlog() {
+        let t = tempfile::tempdir().unwrap();
+        let mut w = StoreWriter::create(t.path(), options(4096)).unwrap();
+        w.append(message(10)).unwrap();
+        w.finish().unwrap();
+        let e = StoreWriter::create(t.path(), options(4096)).err().unwrap();
+        assert!(
+            matches!(&e, Error::Writer(WriterError::ExistingCommitlog { path }) if *path == t.path().join("commitlog")),
+            "{e}"
+        );
+    }
 }

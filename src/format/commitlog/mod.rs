@@ -362,7 +362,9 @@ impl<'a> MessageRef<'a> {
         self.sys_flag & sysflag::COMPRESSED != 0
     }
     /// The body, decompressed by the sysflag compression type when COMPRESSED is set.
-    pub fn decompressed_body(&self) -> Result<Cow<'a, [u8]>, String> {
+    pub fn decompressed_body(
+        &self,
+    ) -> Result<Cow<'a, [u8]>, crate::format::compression::DecompressError> {
         if self.is_compressed() {
             crate::format::compression::decompress(self.sys_flag, self.body).map(Cow::Owned)
         } else {

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::files::ConfigFile;
-use crate::format::error::Error;
+use crate::format::error::{ConfigLoadError, Error, Unusable};
 use crate::format::failpoint::failpoint;
 
 /// Where a loaded config came from.
@@ -43,13 +43,6 @@ pub fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-enum Attempt<T> {
-    Loaded(T),
-    Missing,
-    Empty,
-    Bad { reason: String, error: Error },
-}
-
 /// Largest config file read. The broker reads a config file whole into one Java string; ours
 /// are kilobytes to a few megabytes. A larger file is not read: it counts as unusable, and the
 /// `.bak` is tried, as the broker does when loading fails.
@@ -65,23 +58,12 @@ pub fn read_config_bytes(path: &Path) -> Result<Option<Vec<u8>>, Error> {
     }
 }
 
-fn attempt<T: ConfigFile>(path: &Path) -> Attempt<T> {
+/// One file read and parsed as `T`, or why its contents are not used.
+fn attempt<T: ConfigFile>(path: &Path) -> Result<T, Unusable> {
     let bytes = match read_config_bytes(path) {
         Ok(Some(b)) => b,
-        Ok(None) => return Attempt::Missing,
-        Err(e) => {
-            let reason = match &e {
-                Error::Io { source, .. } => format!("unreadable: {source}"),
-                Error::NotAFile { found, .. } => {
-                    format!("{}, not a regular file", found.describe())
-                }
-                Error::TooLarge { len, .. } => {
-                    format!("too large to be a config file ({len} bytes)")
-                }
-                other => format!("unreadable: {other}"),
-            };
-            return Attempt::Bad { reason, error: e };
-        }
+        Ok(None) => return Err(Unusable::Missing),
+        Err(e) => return Err(Unusable::Unreadable(Box::new(e))),
     };
     // The broker treats a zero-length file as empty. A file of only whitespace (or a BOM) makes
     // the broker keep an empty state without trying the .bak; we count it as empty and use the
@@ -91,15 +73,9 @@ fn attempt<T: ConfigFile>(path: &Path) -> Attempt<T> {
         .iter()
         .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
     {
-        return Attempt::Empty;
+        return Err(Unusable::Empty);
     }
-    match T::from_bytes(&bytes) {
-        Ok(v) => Attempt::Loaded(v),
-        Err(e) => Attempt::Bad {
-            reason: format!("unparsable: {e}"),
-            error: e.in_file(path, 0),
-        },
-    }
+    T::from_bytes(&bytes).map_err(Unusable::Unparsable)
 }
 
 /// Loads `config_dir/T::FILE_NAME` with the broker's `.bak` fallback.
@@ -110,27 +86,24 @@ pub fn load<T: ConfigFile>(config_dir: &Path) -> Result<Loaded<T>, Error> {
 /// Loads `main` (falling back to `main.bak`) as `T`. An unreadable or unparsable `.bak` after an
 /// unusable main file is an error naming both files (the broker refuses to start then).
 pub fn load_file<T: ConfigFile>(main: &Path) -> Result<Loaded<T>, Error> {
-    let main_reason = match attempt::<T>(main) {
-        Attempt::Loaded(value) => {
+    let main_state = match attempt::<T>(main) {
+        Ok(value) => {
             return Ok(Loaded {
                 value,
                 source: ConfigSource::Main,
                 path: main.to_path_buf(),
             })
         }
-        Attempt::Missing => None,
-        Attempt::Empty => Some("empty".to_string()),
-        Attempt::Bad { reason, .. } => Some(reason),
+        Err(state) => state,
     };
     let bak = with_suffix(main, ".bak");
-    let empty = |bak_state: &str| {
-        let source = match &main_reason {
-            None if bak_state == "missing" => ConfigSource::Missing,
+    let empty = |main_state: Unusable, bak_state: Unusable| {
+        let source = match (&main_state, &bak_state) {
+            (Unusable::Missing, Unusable::Missing) => ConfigSource::Missing,
             _ => ConfigSource::Empty {
                 reason: format!(
-                    "{}: {}; {}: {bak_state}",
+                    "{}: {main_state}; {}: {bak_state}",
                     main.display(),
-                    main_reason.as_deref().unwrap_or("missing"),
                     bak.display()
                 ),
             },
@@ -142,22 +115,26 @@ pub fn load_file<T: ConfigFile>(main: &Path) -> Result<Loaded<T>, Error> {
         })
     };
     match attempt::<T>(&bak) {
-        Attempt::Loaded(value) => Ok(Loaded {
+        Ok(value) => Ok(Loaded {
             value,
             source: ConfigSource::Backup {
-                reason: main_reason.unwrap_or_else(|| "missing".to_string()),
+                reason: main_state.to_string(),
             },
             path: bak,
         }),
-        Attempt::Missing => empty("missing"),
-        Attempt::Empty => empty("empty"),
-        Attempt::Bad { error, .. } => Err(Error::layout(
-            main,
-            format!(
-                "{}; and the backup is unusable: {error}",
-                main_reason.as_deref().unwrap_or("missing")
-            ),
-        )),
+        Err(bak_state @ (Unusable::Missing | Unusable::Empty)) => empty(main_state, bak_state),
+        Err(Unusable::Unreadable(e)) => Err(ConfigLoadError::BackupUnusable {
+            path: main.to_path_buf(),
+            main: main_state,
+            backup: e,
+        }
+        .into()),
+        Err(Unusable::Unparsable(e)) => Err(ConfigLoadError::BackupUnusable {
+            path: main.to_path_buf(),
+            main: main_state,
+            backup: Box::new(e.in_file(&bak, 0)),
+        }
+        .into()),
     }
 }
 

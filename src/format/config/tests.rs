@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 
 use super::*;
-use crate::format::error::{Error, ErrorKind};
+use crate::format::error::{ConfigLoadError, Error, ErrorKind, Unusable};
 
 const ORACLE: &str = "../shared/oracle";
 const ORACLE_SETS: [&str; 3] = ["basic-4.9", "basic-5.x", "crashed-4.9"];
@@ -555,6 +555,21 @@ fn load_both_bad_names_both_files() {
     for bak in [&b"{oops"[..], &b"[1,2,3]"[..]] {
         let dir = setup(Some(b"also garbage"), Some(bak));
         let e = load::<DelayOffsets>(dir.path()).expect_err("both bad");
+        assert_eq!(e.path(), dir.path().join(DELAY_OFFSET_FILE));
+        match &e {
+            Error::ConfigLoad(c) => match &**c {
+                ConfigLoadError::BackupUnusable {
+                    main: Unusable::Unparsable(_),
+                    backup,
+                    ..
+                } => {
+                    assert_eq!(backup.path(), dir.path().join("delayOffset.json.bak"));
+                    assert!(backup.offset().is_some(), "{backup}");
+                }
+                other => panic!("{other}"),
+            },
+            other => panic!("{other}"),
+        }
         let msg = e.to_string();
         assert!(msg.contains("delayOffset.json:"), "{msg}");
         assert!(msg.contains("delayOffset.json.bak"), "{msg}");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::format::bytes::{i32_at, i64_at};
-use crate::format::error::{Error, Result};
+use crate::format::error::{Error, QueueFileError, Result};
 use crate::format::filename::{list_queue_dir, QueueFile};
 use crate::format::mapped::Mapped;
 
@@ -220,18 +220,23 @@ impl ConsumeQueue {
     /// Check that a file name is a multiple of the file size and that the file has that size.
     pub fn file_size_issue(&self, f: &QueueFile) -> Option<Error> {
         if f.len != self.file_size {
-            Some(Error::layout(
-                &f.path,
-                format!(
-                    "consume queue file is {} bytes, expected {}",
-                    f.len, self.file_size
-                ),
-            ))
+            Some(
+                QueueFileError::WrongSize {
+                    path: f.path.clone(),
+                    len: f.len,
+                    expected: self.file_size,
+                }
+                .into(),
+            )
         } else if self.file_size > 0 && !f.start.is_multiple_of(self.file_size) {
-            Some(Error::layout(
-                &f.path,
-                format!("name {} is not a multiple of {}", f.start, self.file_size),
-            ))
+            Some(
+                QueueFileError::NameNotMultiple {
+                    path: f.path.clone(),
+                    start: f.start,
+                    file_size: self.file_size,
+                }
+                .into(),
+            )
         } else {
             None
         }

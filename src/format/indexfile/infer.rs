@@ -13,6 +13,7 @@ use super::{
     INDEX_HEADER_SIZE, INDEX_SIZE,
 };
 use crate::format::bytes::i32_at;
+use crate::format::error::{ErrorKind, ParseError};
 
 /// At most this many candidates are listed in [`InferResult::Ambiguous`].
 pub const MAX_LISTED: usize = 32;
@@ -201,54 +202,95 @@ pub fn infer_geometry(bytes: &[u8]) -> Inference {
     }
 }
 
+/// The first thing found in an index file that `geometry` cannot explain ([`check_geometry`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryMismatch {
+    /// The geometry itself is not one a broker can have.
+    #[error("{0}")]
+    Invalid(ErrorKind),
+    #[error("{len} bytes, but {geometry} makes {expected} bytes")]
+    Size {
+        len: u64,
+        geometry: IndexGeometry,
+        expected: u64,
+    },
+    /// The header or an entry does not read at the place the geometry puts it.
+    #[error("{0}")]
+    Unreadable(ParseError),
+    #[error("indexCount is negative ({0})")]
+    NegativeCount(i32),
+    #[error("indexCount {count} exceeds {entries} entries")]
+    CountOverEntries { count: i32, entries: u32 },
+    #[error("entry 0 (never used) has a non-zero byte {at}")]
+    EntryZeroUsed { at: usize },
+    #[error("byte {at} after the last entry ({last}) is not zero")]
+    TailNotZero { at: usize, last: i32 },
+    #[error("slot table truncated")]
+    SlotTableTruncated,
+    #[error("slot {slot} (byte {at}) holds {value}, not 0 or in [1, {count})")]
+    SlotOutOfRange {
+        slot: u32,
+        at: u64,
+        value: i32,
+        count: i32,
+    },
+    #[error("slot {slot} names entry {entry} whose hash {hash} belongs to another slot")]
+    SlotOtherBucket { slot: u32, entry: i32, hash: i32 },
+    #[error("entry {entry} (byte {at}) is all zero")]
+    EntryAllZero { entry: i32, at: u64 },
+    #[error("entry {entry} (byte {at}) has negative hash {hash}")]
+    NegativeHash { entry: i32, at: u64, hash: i32 },
+    #[error("entry {entry} (byte {at}) has prev {prev}, not 0 or below its own number")]
+    PrevOutOfRange { entry: i32, at: u64, prev: i32 },
+    #[error("entry {entry} (byte {at}) chains to entry {prev} of another bucket")]
+    PrevOtherBucket { entry: i32, at: u64, prev: i32 },
+    #[error("entry {entry} is referenced {refs} times, not once, by slots and prev fields")]
+    NotReferencedOnce { entry: usize, refs: u8 },
+}
+
 /// Is `bytes` consistent with `geometry`? Checks, stopping at the first failure: the size; entry
 /// 0 and everything after entry `indexCount - 1` zero; every slot 0 or in `[1, indexCount)` and
 /// naming an entry of its own bucket (`hash % slots == slot`); entries `1..indexCount` non-zero,
 /// with a non-negative hash and a prev that is 0 or a smaller entry of the same bucket; and every
 /// entry referenced exactly once (by its slot or by the next entry of its bucket).
-pub fn check_geometry(bytes: &[u8], geometry: IndexGeometry) -> Result<(), String> {
-    if let Err(k) = geometry.validate() {
-        return Err(k.to_string());
-    }
+pub fn check_geometry(bytes: &[u8], geometry: IndexGeometry) -> Result<(), GeometryMismatch> {
+    geometry.validate().map_err(GeometryMismatch::Invalid)?;
     if bytes.len() as u64 != geometry.file_size() {
-        return Err(format!(
-            "{} bytes, but {geometry} makes {} bytes",
-            bytes.len(),
-            geometry.file_size()
-        ));
+        return Err(GeometryMismatch::Size {
+            len: bytes.len() as u64,
+            geometry,
+            expected: geometry.file_size(),
+        });
     }
-    let header = IndexHeader::from_bytes(bytes).map_err(|e| e.to_string())?;
+    let header = IndexHeader::from_bytes(bytes).map_err(GeometryMismatch::Unreadable)?;
     let raw = header.index_count;
     if raw < 0 {
-        return Err(format!("indexCount is negative ({raw})"));
+        return Err(GeometryMismatch::NegativeCount(raw));
     }
     let c = raw.max(1);
     if c as u64 > geometry.entries as u64 {
-        return Err(format!(
-            "indexCount {c} exceeds {} entries",
-            geometry.entries
-        ));
+        return Err(GeometryMismatch::CountOverEntries {
+            count: c,
+            entries: geometry.entries,
+        });
     }
     let s = geometry.slots;
     let pos = |p: u64| usize::try_from(p).unwrap_or(usize::MAX);
-    let entry =
-        |n: u32| IndexEntry::read_at(bytes, pos(geometry.entry_pos(n))).map_err(|e| e.to_string());
+    let entry = |n: u32| {
+        IndexEntry::read_at(bytes, pos(geometry.entry_pos(n))).map_err(GeometryMismatch::Unreadable)
+    };
 
     // Zero entry 0 and zero tail.
     let e0 = pos(geometry.entry_pos(0));
     if let Some(z) = bytes.get(e0..e0 + INDEX_SIZE).and_then(first_nonzero) {
-        return Err(format!(
-            "entry 0 (never used) has a non-zero byte {}",
-            e0 + z
-        ));
+        return Err(GeometryMismatch::EntryZeroUsed { at: e0 + z });
     }
     let tail = pos(geometry.entry_pos(c as u32));
     if let Some(z) = bytes.get(tail..).and_then(first_nonzero) {
-        return Err(format!(
-            "byte {} after the last entry ({}) is not zero",
-            tail + z,
-            c - 1
-        ));
+        return Err(GeometryMismatch::TailNotZero {
+            at: tail + z,
+            last: c - 1,
+        });
     }
 
     // Each entry 1..c must be referenced exactly once.
@@ -260,21 +302,25 @@ pub fn check_geometry(bytes: &[u8], geometry: IndexGeometry) -> Result<(), Strin
     };
     for i in 0..s {
         let p = geometry.slot_pos(i);
-        let v = i32_at(bytes, pos(p)).ok_or("slot table truncated")?;
+        let v = i32_at(bytes, pos(p)).ok_or(GeometryMismatch::SlotTableTruncated)?;
         if v == 0 {
             continue;
         }
         if v < 0 || v >= c {
-            return Err(format!(
-                "slot {i} (byte {p}) holds {v}, not 0 or in [1, {c})"
-            ));
+            return Err(GeometryMismatch::SlotOutOfRange {
+                slot: i,
+                at: p,
+                value: v,
+                count: c,
+            });
         }
         let e = entry(v as u32)?;
         if e.key_hash < 0 || slot_of(e.key_hash, s) != i {
-            return Err(format!(
-                "slot {i} names entry {v} whose hash {} belongs to another slot",
-                e.key_hash
-            ));
+            return Err(GeometryMismatch::SlotOtherBucket {
+                slot: i,
+                entry: v,
+                hash: e.key_hash,
+            });
         }
         bump(v);
     }
@@ -282,35 +328,36 @@ pub fn check_geometry(bytes: &[u8], geometry: IndexGeometry) -> Result<(), Strin
         let e = entry(n as u32)?;
         let p = geometry.entry_pos(n as u32);
         if e.is_zero() {
-            return Err(format!("entry {n} (byte {p}) is all zero"));
+            return Err(GeometryMismatch::EntryAllZero { entry: n, at: p });
         }
         if e.key_hash < 0 {
-            return Err(format!(
-                "entry {n} (byte {p}) has negative hash {}",
-                e.key_hash
-            ));
+            return Err(GeometryMismatch::NegativeHash {
+                entry: n,
+                at: p,
+                hash: e.key_hash,
+            });
         }
         if e.prev < 0 || e.prev >= n {
-            return Err(format!(
-                "entry {n} (byte {p}) has prev {}, not 0 or below its own number",
-                e.prev
-            ));
+            return Err(GeometryMismatch::PrevOutOfRange {
+                entry: n,
+                at: p,
+                prev: e.prev,
+            });
         }
         if e.prev > 0 {
             let pe = entry(e.prev as u32)?;
             if pe.key_hash < 0 || slot_of(pe.key_hash, s) != slot_of(e.key_hash, s) {
-                return Err(format!(
-                    "entry {n} (byte {p}) chains to entry {} of another bucket",
-                    e.prev
-                ));
+                return Err(GeometryMismatch::PrevOtherBucket {
+                    entry: n,
+                    at: p,
+                    prev: e.prev,
+                });
             }
             bump(e.prev);
         }
     }
-    if let Some((n, r)) = refs.iter().enumerate().skip(1).find(|(_, &r)| r != 1) {
-        return Err(format!(
-            "entry {n} is referenced {r} times, not once, by slots and prev fields"
-        ));
+    if let Some((n, &r)) = refs.iter().enumerate().skip(1).find(|(_, &r)| r != 1) {
+        return Err(GeometryMismatch::NotReferencedOnce { entry: n, refs: r });
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ use super::error::{ErrorKind, ParseError};
 use super::java::string_hash;
 
 pub use check::{check_file, check_file_with, check_sequence, Problem};
-pub use infer::{check_geometry, infer_geometry, InferResult, Inference};
+pub use infer::{check_geometry, infer_geometry, GeometryMismatch, InferResult, Inference};
 pub use read::{query_offsets, select_phy_offsets, Entries, IndexFile, QueryOffsetResult};
 pub use write::{
     name_by_store_time, AddOutcome, IndexFileBuilder, IndexRecord, Indexer, NamedIndexFile,

@@ -17,7 +17,7 @@ use crate::engine::store::writer::{StoreWriter, WriterOptions};
 use crate::engine::store::{paths, Store};
 use crate::format::checkpoint::Checkpoint;
 use crate::format::entry::{self, Entry, Kind};
-use crate::format::error::{Error, Result};
+use crate::format::error::{Error, RepairError, Result, WritePathError};
 use crate::format::indexfile::write::IndexRecord;
 use crate::format::mapped::Mapped;
 
@@ -25,10 +25,10 @@ use crate::format::mapped::Mapped;
 /// folder at `stage/<repair_name>`. Nothing outside `stage` is written.
 pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Result<Manifest> {
     if entry::probe(stage).kind != Kind::Missing {
-        return Err(Error::layout(
-            stage,
-            "already exists: refusing to write over it",
-        ));
+        return Err(WritePathError::AlreadyExists {
+            path: stage.to_path_buf(),
+        }
+        .into());
     }
     std::fs::create_dir_all(stage).map_err(|e| Error::io(stage, e))?;
     write_new(&stage.join(STAGE_MARKER), b"")?;
@@ -602,10 +602,11 @@ fn list_salvaged(
         let r = match parse_record(map, at, s.start, false) {
             Ok(Record::Message(r)) => r,
             _ => {
-                return Err(Error::layout(
-                    &s.path,
-                    format!("the record salvaged at byte {at} no longer reads"),
-                ))
+                return Err(RepairError::SalvagedRecordUnreadable {
+                    path: s.path.clone(),
+                    at: at as u64,
+                }
+                .into())
             }
         };
         let ix = match index.as_mut() {

@@ -18,7 +18,7 @@ use crate::format::consumequeue::check::{
     check_files, check_unit, CommitlogBounds, UnitPlace, UnitVerdict,
 };
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
-use crate::format::error::Result;
+use crate::format::error::{ErrorKind, Result};
 use crate::format::finding::{Code, Finding};
 use crate::format::mapped::Mapped;
 
@@ -112,26 +112,45 @@ pub(super) struct CqCtx<'a> {
     pub(super) cq_maps: Option<&'a FastMap<PathBuf, Arc<Mapped>>>,
 }
 
+/// Why no message record was found at a commitlog offset a unit points at.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NoRecord {
+    #[error("below the first commitlog file")]
+    BelowFirstFile,
+    #[error("no commitlog file")]
+    NoFile,
+    #[error("{} cannot be read", .0.display())]
+    Unreadable(PathBuf),
+    #[error("{0}")]
+    BeyondAddressSpace(std::num::TryFromIntError),
+    #[error("a blank record is there")]
+    Blank,
+    #[error("only zeros are there")]
+    Zeros,
+    #[error("no record parses there ({0})")]
+    Unparsable(ErrorKind),
+}
+
 pub(super) fn record_at<'m>(
     c: &'m CqCtx<'_>,
     offset: u64,
-) -> std::result::Result<MessageRef<'m>, String> {
+) -> std::result::Result<MessageRef<'m>, NoRecord> {
     let segs = &c.store.commitlog.segments;
     let i = segs
         .partition_point(|s| s.start <= offset)
         .checked_sub(1)
-        .ok_or_else(|| "below the first commitlog file".to_string())?;
-    let seg = segs.get(i).ok_or_else(|| "no commitlog file".to_string())?;
+        .ok_or(NoRecord::BelowFirstFile)?;
+    let seg = segs.get(i).ok_or(NoRecord::NoFile)?;
     let map = c
         .maps
         .get(i)
-        .ok_or_else(|| format!("{} cannot be read", seg.path.display()))?;
-    let pos = usize::try_from(offset - seg.start).map_err(|e| e.to_string())?;
+        .ok_or_else(|| NoRecord::Unreadable(seg.path.clone()))?;
+    let pos = usize::try_from(offset - seg.start).map_err(NoRecord::BeyondAddressSpace)?;
     match parse_record(map, pos, seg.start, false) {
         Ok(Record::Message(m)) => Ok(m),
-        Ok(Record::Blank { .. }) => Err("a blank record is there".to_string()),
-        Ok(Record::EndOfData) => Err("only zeros are there".to_string()),
-        Err(e) => Err(format!("no record parses there ({})", e.kind)),
+        Ok(Record::Blank { .. }) => Err(NoRecord::Blank),
+        Ok(Record::EndOfData) => Err(NoRecord::Zeros),
+        Err(e) => Err(NoRecord::Unparsable(e.kind)),
     }
 }
 
@@ -292,7 +311,7 @@ pub(super) fn check_queue(
             let mut diffs = Vec::new();
             let mut claim = None;
             match record_at(c, uoff) {
-                Err(why) => diffs.push(why),
+                Err(why) => diffs.push(why.to_string()),
                 Ok(m) => {
                     claim = unit_claim(cq, q, &u, &m, g, &f.path, fpos);
                     if m.topic != cq.topic {

@@ -108,7 +108,7 @@ pub fn write_json_line(
         (_, BodyMode::None) | (false, _) => (Cow::Borrowed(m.body), None, None),
         (true, _) => match m.decompressed_body() {
             Ok(b) => (b, Compression::of(m.sys_flag), None),
-            Err(e) => (Cow::Borrowed(m.body), None, Some(e)),
+            Err(e) => (Cow::Borrowed(m.body), None, Some(e.to_string())),
         },
     };
     let encoding = body(out, &stored, mode);

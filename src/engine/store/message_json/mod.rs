@@ -134,7 +134,11 @@ impl MessageJson {
                     crate::format::compression::Compression::of(m.sys_flag),
                     None,
                 ),
-                Err(e) => (std::borrow::Cow::Borrowed(m.body), None, Some(e)),
+                Err(e) => (
+                    std::borrow::Cow::Borrowed(m.body),
+                    None,
+                    Some(e.to_string()),
+                ),
             },
         };
         let (body, body_encoding) = encode_body(&body_bytes, mode);

@@ -15,7 +15,7 @@ pub use by_time::{file_mtime_ms, Boundary, WindowQuery, WindowQueue};
 
 use std::ops::ControlFlow;
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -146,7 +146,7 @@ struct LoadedQueue<'q> {
 /// Read access to a store for lookups: commitlog files mapped once, index files on first use.
 pub struct Reader<'s> {
     store: &'s Store,
-    maps: Vec<std::result::Result<Mapped, String>>,
+    maps: Vec<std::result::Result<Mapped, Arc<Error>>>,
     index: OnceLock<IndexSet>,
     end_of_data: OnceLock<Option<u64>>,
     topics: OnceLock<Vec<String>>,
@@ -159,7 +159,7 @@ impl<'s> Reader<'s> {
             .commitlog
             .segments
             .iter()
-            .map(|s| Mapped::open(&s.path).map_err(|e| e.to_string()))
+            .map(|s| Mapped::open(&s.path).map_err(Arc::new))
             .collect();
         Reader {
             store,
@@ -223,7 +223,7 @@ impl<'s> Reader<'s> {
         };
         let buf = match self.maps.get(i) {
             Some(Ok(m)) => &m[..],
-            Some(Err(e)) => return Err(Error::layout(&seg.path, e.clone())),
+            Some(Err(e)) => return Err(Error::Unmapped(Arc::clone(e))),
             None => return Ok(None),
         };
         let pos = (offset - seg.start) as usize;
@@ -624,6 +624,29 @@ mod tests {
 
     fn fixture(name: &str) -> Store {
         crate::engine::store::test_fixture(name)
+    }
+
+    #[test]
+    fn a_file_that_did_not_map_gives_its_error_on_each_read() {
+        let mut store = fixture("store-4.9");
+        let t = tempfile::tempdir().unwrap();
+        let gone = t.path().join("00000000000000262144");
+        store.commitlog.segments[1].path = gone.clone();
+        let reader = Reader::new(&store);
+        for _ in 0..2 {
+            let e = reader.message_at(262_144).expect_err("an unmapped file");
+            match &e {
+                Error::Unmapped(first) => {
+                    assert!(matches!(**first, Error::Io { .. }), "{first}");
+                }
+                other => panic!("{other}"),
+            }
+            assert_eq!(e.path(), gone);
+            // the path is said once, as the map error said it
+            let text = e.to_string();
+            assert_eq!(text.matches(&*gone.to_string_lossy()).count(), 1, "{text}");
+        }
+        assert!(reader.message_at(0).unwrap().is_some());
     }
 
     #[test]

@@ -112,6 +112,24 @@ fn infer_empty_file_is_ambiguous() {
     }
     assert!(check_geometry(&empty, g).is_ok());
     assert!(check_geometry(&empty, IndexGeometry::new(5, 4199)).is_ok());
+    let other = IndexGeometry::new(6, 4199);
+    assert_eq!(
+        check_geometry(&empty, other),
+        Err(GeometryMismatch::Size {
+            len: empty.len() as u64,
+            geometry: other,
+            expected: other.file_size(),
+        })
+    );
+    let mut used = empty.clone();
+    let e0 = g.entry_pos(0) as usize;
+    used[e0 + 3] = 1;
+    let e = check_geometry(&used, g).unwrap_err();
+    assert_eq!(e, GeometryMismatch::EntryZeroUsed { at: e0 + 3 });
+    assert_eq!(
+        e.to_string(),
+        format!("entry 0 (never used) has a non-zero byte {}", e0 + 3)
+    );
     // The default size: its empty file cannot tell (5000000, 20000000) from millions of others.
     let default_empty_len = IndexGeometry::DEFAULT.file_size() as usize;
     let mut v = vec![0u8; default_empty_len];

@@ -1,7 +1,26 @@
-//! Errors from reading store files: every one names the file, the byte offset and what was expected.
+//! Errors from reading and writing stores: every one names the file it is about; bad bytes also
+//! the offset and what was expected. Each operation that can refuse or fail in its own ways has
+//! its own enum in a submodule, nested in [`Error`].
+
+mod check;
+mod client_dir;
+mod config;
+mod open;
+mod queue_file;
+mod write_path;
+mod writer;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use check::{RebuildError, RepairError};
+pub use client_dir::{ClientDirError, ClientDirProblem, ClientNameError};
+pub use config::{BrokerConfError, ConfigLoadError, Unusable};
+pub use open::OpenError;
+pub use queue_file::QueueFileError;
+pub use write_path::WritePathError;
+pub use writer::WriterError;
 
 /// What was wrong with the bytes at some offset. Carries expected-versus-found where it helps.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,8 +97,6 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    #[error("{}: {what}", path.display())]
-    Layout { path: PathBuf, what: String },
     /// Something other than a regular file where a store file belongs (it is never opened).
     #[error("{}: {}, not a regular file", path.display(), found.describe())]
     NotAFile {
@@ -98,6 +115,35 @@ pub enum Error {
     /// A worker thread panicked: a bug, said rather than passed on as a panic.
     #[error("{}: {what} panicked", path.display())]
     WorkerPanicked { path: PathBuf, what: &'static str },
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error(transparent)]
+    WritePath(#[from] WritePathError),
+    #[error(transparent)]
+    Writer(#[from] WriterError),
+    #[error(transparent)]
+    BrokerConf(#[from] BrokerConfError),
+    /// Boxed: it holds the errors of two files.
+    #[error(transparent)]
+    ConfigLoad(Box<ConfigLoadError>),
+    #[error(transparent)]
+    QueueFile(#[from] QueueFileError),
+    #[error(transparent)]
+    ClientDir(#[from] ClientDirError),
+    #[error(transparent)]
+    Rebuild(#[from] RebuildError),
+    #[error(transparent)]
+    Repair(#[from] RepairError),
+    /// A commitlog file the reader could not map when it opened the store: the error met then,
+    /// handed out again on each read of that file.
+    #[error(transparent)]
+    Unmapped(Arc<Error>),
+}
+
+impl From<ConfigLoadError> for Error {
+    fn from(e: ConfigLoadError) -> Self {
+        Error::ConfigLoad(Box::new(e))
+    }
 }
 
 /// Who holds a store that was to be written.
@@ -144,13 +190,6 @@ impl Error {
         }
     }
 
-    pub fn layout(path: &Path, what: impl Into<String>) -> Self {
-        Error::Layout {
-            path: path.to_path_buf(),
-            what: what.into(),
-        }
-    }
-
     pub fn interrupted(path: &Path, what: &'static str) -> Self {
         Error::Interrupted {
             path: path.to_path_buf(),
@@ -170,12 +209,21 @@ impl Error {
         match self {
             Error::Data { path, .. }
             | Error::Io { path, .. }
-            | Error::Layout { path, .. }
             | Error::NotAFile { path, .. }
             | Error::TooLarge { path, .. }
             | Error::StoreInUse { path, .. }
             | Error::Interrupted { path, .. }
             | Error::WorkerPanicked { path, .. } => path,
+            Error::Open(e) => e.path(),
+            Error::WritePath(e) => e.path(),
+            Error::Writer(e) => e.path(),
+            Error::BrokerConf(e) => e.path(),
+            Error::ConfigLoad(e) => e.path(),
+            Error::QueueFile(e) => e.path(),
+            Error::ClientDir(e) => e.path(),
+            Error::Rebuild(e) => e.path(),
+            Error::Repair(e) => e.path(),
+            Error::Unmapped(e) => e.path(),
         }
     }
 

@@ -1,0 +1,48 @@
+//! Opening a store: a root that is not a store, a path given on the command line that names no
+//! store file.
+
+use std::path::{Path, PathBuf};
+
+/// Why a path could not be opened as a store root or as one file of a store.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{}: no such directory", path.display())]
+    NoSuchDirectory { path: PathBuf },
+    /// The root's metadata cannot be read (`kind` is why).
+    #[error("{}: cannot be read", path.display())]
+    RootUnreadable {
+        path: PathBuf,
+        kind: std::io::ErrorKind,
+    },
+    #[error("{}: not a directory", path.display())]
+    NotADirectory { path: PathBuf },
+    /// A folder with neither `commitlog/` nor `consumequeue/` in it.
+    #[error(
+        "{}: not a RocketMQ store root: neither commitlog/ nor consumequeue/ found",
+        path.display()
+    )]
+    NotAStoreRoot { path: PathBuf },
+    #[error("{}: no such file or directory", path.display())]
+    NoSuchFile { path: PathBuf },
+    /// A file whose name and folders are not those of a store file.
+    #[error(
+        "{}: not a store root nor a known store file (commitlog/, consumequeue/<topic>/<queue>/, \
+         index/, config/, checkpoint)",
+        path.display()
+    )]
+    NotAStoreFile { path: PathBuf },
+}
+
+impl OpenError {
+    /// The root or file that could not be opened.
+    pub fn path(&self) -> &Path {
+        match self {
+            OpenError::NoSuchDirectory { path }
+            | OpenError::RootUnreadable { path, .. }
+            | OpenError::NotADirectory { path }
+            | OpenError::NotAStoreRoot { path }
+            | OpenError::NoSuchFile { path }
+            | OpenError::NotAStoreFile { path } => path,
+        }
+    }
+}
