@@ -12,6 +12,7 @@ pub mod export;
 pub mod gen;
 pub mod help;
 pub mod info;
+pub mod interrupt;
 pub mod line_format;
 pub mod man;
 pub mod message_printer;

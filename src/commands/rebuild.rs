@@ -7,7 +7,11 @@
 //! records that exist (a rebuild would take them out of the broker's reach: run `repair`), or
 //! that holds records whose header names no queue folder, unless `--force`.
 //!
-//! Exit status: 0 rebuilt, 1 refused (damage: see `repair`), 2 could not run.
+//! Ctrl-C (or SIGTERM) stops the run at the next piece of the commitlog, or before the switch,
+//! and removes what it wrote: the stage, or the folders `--out` made. A second one quits at once;
+//! the next `--in-place` run clears or finishes what such a run left.
+//!
+//! Exit status: 0 rebuilt, 1 refused (damage: see `repair`), 2 could not run or interrupted.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -15,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{output, ExitStatus, GeometryArgs};
+use super::{interrupt, output, ExitStatus, GeometryArgs};
 use crate::engine::check::rebuild::{rebuild, RebuildOptions, RebuildSummary};
 use crate::engine::store::index_builder::IndexNaming;
 use crate::engine::store::paths;
@@ -23,6 +27,7 @@ use crate::engine::store::safedir::{
     failpoint, finish_interrupted, stamp, switch_root, sync_tree, StoreLock, STAGE_MARKER,
 };
 use crate::engine::Store;
+use crate::format::error::Error;
 use crate::format::layout::ensure_outside_stores;
 
 #[derive(Debug, Args)]
@@ -58,6 +63,9 @@ pub struct RebuildArgs {
 }
 
 pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let stop = interrupt::stop_flag(
+        "stopping the rebuild: what it wrote so far is removed (again to quit at once)",
+    )?;
     let root = if a.in_place {
         std::fs::canonicalize(&a.store).unwrap_or_else(|_| a.store.clone())
     } else {
@@ -94,6 +102,7 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         index: a.index || both,
         topics: (!a.topics.is_empty()).then(|| a.topics.iter().cloned().collect::<BTreeSet<_>>()),
         index_naming: IndexNaming::Local,
+        interrupt: Some(stop),
     };
     let total = output::commitlog_data_bytes(&store.commitlog.segments);
     let pb = output::progress(total, "rebuilding");
@@ -116,6 +125,12 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             }
             lock.add(&stage)?;
             failpoint("rebuild-staged");
+            if opts.interrupted() {
+                // stopped after the stage was made: nothing is switched in
+                std::fs::remove_dir_all(&stage)?;
+                pb.finish_and_clear();
+                return Err(Error::interrupted(&root, "rebuild").into());
+            }
             let t = stamp();
             let before = parent.join(format!("{before_prefix}{t}"));
             switch_root(&root, &stage, &before)?;
@@ -130,7 +145,16 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 None => parent.join(format!("{name}.rebuilt")),
             };
             ensure_outside_stores(&dest, "--out", false)?;
-            (rebuild(&store, &dest, &opts, &progress)?, dest)
+            let dest_existed = dest.exists();
+            match rebuild(&store, &dest, &opts, &progress) {
+                Ok(summary) => (summary, dest),
+                Err(e @ Error::Interrupted { .. }) => {
+                    pb.finish_and_clear();
+                    remove_rebuilt(&dest, dest_existed, &opts);
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
     };
     pb.finish_and_clear();
@@ -237,6 +261,22 @@ fn print_refusal(s: &RebuildSummary, out: &mut dyn Write) -> std::io::Result<()>
         out,
         "run `rmqstore repair` (it keeps every record), or rebuild anyway with --force"
     )
+}
+
+/// What an interrupted `rebuild --out` wrote: the folders it made (it refuses to start where they
+/// exist), and `dest` itself when the run made it and nothing else is in it.
+fn remove_rebuilt(dest: &Path, dest_existed: bool, opts: &RebuildOptions) {
+    for (flag, name) in [
+        (opts.consumequeue, paths::CONSUMEQUEUE),
+        (opts.index, paths::INDEX),
+    ] {
+        if flag {
+            let _ = std::fs::remove_dir_all(dest.join(name));
+        }
+    }
+    if !dest_existed {
+        let _ = std::fs::remove_dir(dest);
+    }
 }
 
 /// A copy of `store` at `stage` with its consume queues and/or index rebuilt and every other

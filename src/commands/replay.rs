@@ -29,14 +29,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use nix::sys::signal::{SigSet, Signal};
 use serde::Serialize;
 use serde_json::json;
 
 use super::client_dir::ClientDirArgs;
 use super::engine_args::{engine_options, BrokerArg, ClockArgs};
-use super::names;
 use super::output::{BodyMode, MessageJson};
+use super::{interrupt, names};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::clock::Clock;
 use crate::engine::broker::Engine;
@@ -140,30 +139,6 @@ pub struct Delivery {
     /// The topic the listener sees (`RETRY_TOPIC` for a retry).
     pub consumer_topic: String,
     pub reconsume_times: i32,
-}
-
-/// Block SIGINT and SIGTERM in this process (children get a clean mask) and turn them into a
-/// flag on a thread of their own: the first sets the flag, the second exits at once.
-fn stop_flag() -> anyhow::Result<Arc<AtomicBool>> {
-    let mut set = SigSet::empty();
-    set.add(Signal::SIGINT);
-    set.add(Signal::SIGTERM);
-    set.thread_block()?;
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    std::thread::Builder::new()
-        .name("rmqstore-signals".into())
-        .spawn(move || loop {
-            match set.wait() {
-                Ok(_) if !f.swap(true, Ordering::SeqCst) => eprintln!(
-                    "rmqstore: stopping after the messages in progress (again to quit at once, \
-                     without saving)"
-                ),
-                Ok(_) => std::process::exit(130),
-                Err(_) => return,
-            }
-        })?;
-    Ok(flag)
 }
 
 struct Running {
@@ -291,7 +266,9 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     }
     let group = a.client.group(a.group.as_deref())?.unwrap_or_default();
     let client_dir = a.client.client_dir.is_some();
-    let stop = stop_flag()?;
+    let stop = interrupt::stop_flag(
+        "stopping after the messages in progress (again to quit at once, without saving)",
+    )?;
     let clock = a.clock.clock()?;
     let engine = open(a, clock.clone())?;
     if a.topic.is_empty() && !client_dir {

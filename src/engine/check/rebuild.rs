@@ -17,8 +17,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -49,6 +50,9 @@ pub struct RebuildOptions {
     /// Only these topics (all when `None`).
     pub topics: Option<BTreeSet<String>>,
     pub index_naming: IndexNaming,
+    /// Set (by Ctrl-C, say) to stop the run at the next piece of the commitlog: the rebuild then
+    /// ends with [`Error::Interrupted`], its output unfinished.
+    pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl RebuildOptions {
@@ -60,7 +64,15 @@ impl RebuildOptions {
             index: true,
             topics: None,
             index_naming: IndexNaming::Local,
+            interrupt: None,
         }
+    }
+
+    /// Whether [`RebuildOptions::interrupt`] was set.
+    pub fn interrupted(&self) -> bool {
+        self.interrupt
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
     }
 }
 
@@ -174,13 +186,20 @@ fn walk_kept(
         if src.end.is_some_and(|e| e <= seg.start) {
             break;
         }
+        crate::format::failpoint::failpoint("rebuild-walk");
         let map = seg.map()?;
         let limit = src.end.map_or(map.len(), |e| {
             (e - seg.start).min(map.len() as u64) as usize
         });
         let buf = map.get(..limit).unwrap_or(&map);
         let prepare = |m: &MessageRef<'_>, b: &mut Batch| b.add_kept(src, seg, m, opts, index);
-        let walk = walk_in_pieces(buf, seg, PIECE, &prepare, apply);
+        let mut apply_or_stop = |b: Batch| {
+            if opts.interrupted() {
+                return Err(Error::interrupted(&seg.path, "rebuild"));
+            }
+            apply(b)
+        };
+        let walk = walk_in_pieces(buf, seg, PIECE, &prepare, &mut apply_or_stop);
         map.release(0, map.len());
         progress(done.fetch_add(seg.len, Ordering::Relaxed) + seg.len);
         let walk = walk?;
@@ -749,6 +768,29 @@ mod tests {
             }
         });
         (walk, flatten(&[b]))
+    }
+
+    #[test]
+    fn an_interrupt_stops_the_rebuild_and_says_so() {
+        let store = crate::engine::store::test_fixture("store-4.9");
+        let out = tempfile::tempdir().unwrap();
+        let opts = RebuildOptions {
+            interrupt: Some(Arc::new(AtomicBool::new(true))),
+            ..RebuildOptions::for_geometry(store.geometry.clone())
+        };
+        match rebuild(&store, out.path(), &opts, &|_| {}) {
+            Err(Error::Interrupted { path, what }) => {
+                assert_eq!(what, "rebuild");
+                assert_eq!(path, store.commitlog.segments[0].path);
+            }
+            other => panic!("{other:?}"),
+        }
+        let opts = RebuildOptions {
+            interrupt: Some(Arc::new(AtomicBool::new(false))),
+            ..opts
+        };
+        let done = tempfile::tempdir().unwrap();
+        assert!(rebuild(&store, done.path(), &opts, &|_| {}).is_ok());
     }
 
     #[test]
