@@ -5,19 +5,28 @@
 //! the repaired store beside the original, checks that it verifies clean, and exchanges the two
 //! folders in one atomic rename; the old store stays beside it.
 //!
+//! Ctrl-C (or SIGTERM) stops the run at its next step before the switch (the check of the store,
+//! each salvaged record, each piece of the commitlog rebuilt, the check of the result) and
+//! removes the stage it made; a second one quits at once (the next `--in-place` run clears what
+//! such a run left).
+//!
 //! Exit status: 0 repaired (or nothing to repair), 1 the repaired store still has errors (it is
-//! left for inspection, never switched in), 2 could not run.
+//! left for inspection, never switched in), 2 could not run or interrupted.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 use clap::Args;
 
-use super::{output, ExitStatus, GeometryArgs};
-use crate::engine::check::repair::{apply, fixed_geometry, plan, Manifest, Plan, STAGE_MARKER};
+use super::{interrupt, output, ExitStatus, GeometryArgs};
+use crate::engine::check::repair::{
+    apply, fixed_geometry, plan_with, Manifest, Plan, STAGE_MARKER,
+};
 use crate::engine::check::verify::{verify, VerifyOptions};
 use crate::engine::store::safedir::{failpoint, finish_interrupted, stamp, switch_root, StoreLock};
 use crate::engine::Store;
+use crate::format::error::Error;
 use crate::format::layout::ensure_outside_stores;
 
 #[derive(Debug, Args)]
@@ -58,6 +67,9 @@ fn name_parent(root: &Path) -> (String, PathBuf) {
 }
 
 pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let stop = interrupt::stop_flag(
+        "stopping the repair: what it wrote so far is removed (again to quit at once)",
+    )?;
     let root = std::fs::canonicalize(&a.store).unwrap_or_else(|_| a.store.clone());
     let (name, parent) = name_parent(&root);
     let stage_prefix = format!(".{name}.repair-");
@@ -73,7 +85,7 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         StoreLock::acquire_existing(&root)?
     };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
-    let p = plan(&store)?;
+    let p = plan_with(&store, Some(stop.clone()))?;
     if a.dry_run {
         print(a, out, &p, None, None)?;
         return Ok(ExitStatus::Success);
@@ -102,7 +114,20 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     };
     failpoint("repair-staged");
     let staged = Store::open(&stage, &fixed_geometry(&store))?;
-    let check = verify(&staged, &VerifyOptions::default(), None)?;
+    let check = VerifyOptions {
+        interrupt: Some(stop.clone()),
+        ..VerifyOptions::default()
+    };
+    let check = match verify(&staged, &check, None) {
+        Ok(c) if !stop.load(Ordering::SeqCst) => c,
+        Err(e) if !stop.load(Ordering::SeqCst) => return Err(e.into()),
+        // stopped before the switch: the stage (still marked as one) is this run's own
+        _ => {
+            drop(staged);
+            let _ = std::fs::remove_dir_all(&stage);
+            return Err(Error::interrupted(&root, "repair").into());
+        }
+    };
     if !check.summary.healthy {
         let first: Vec<String> = check
             .findings

@@ -333,34 +333,6 @@ fn in_place_refuses_a_live_store() {
     assert!(tree(&store.join("consumequeue")) == tree(&fixture("store-4.9").join("consumequeue")));
 }
 
-/// Start `rebuild` paused before its commitlog walk, send it SIGINT there, and return its exit
-/// code and stderr.
-fn rebuild_interrupted(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
-    use nix::sys::signal::{kill, Signal};
-    use nix::unistd::Pid;
-    use std::io::{BufRead, Read};
-    let exe = assert_cmd::cargo::cargo_bin("rmqstore");
-    let mut child = Proc::new(exe)
-        .arg("rebuild")
-        .args(args)
-        .env("RMQSTORE_PAUSEPOINT", "rebuild-walk:2000")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    while !said.contains("paused at rebuild-walk") {
-        if err.read_line(&mut said).unwrap() == 0 {
-            break;
-        }
-    }
-    assert!(said.contains("paused at"), "{said}");
-    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
-    err.read_to_string(&mut said).unwrap();
-    (child.wait().unwrap().code(), said)
-}
-
 #[test]
 fn ctrl_c_stops_a_rebuild_and_removes_what_it_wrote() {
     let t = tempfile::tempdir().unwrap();
@@ -376,7 +348,15 @@ fn ctrl_c_stops_a_rebuild_and_removes_what_it_wrote() {
     let before = files(&store);
     // --out: the folders it made are removed, the folder too when the run made it
     let out = t.path().join("out");
-    let (code, said) = rebuild_interrupted(&[store.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    let (code, said) = interrupted_at(
+        "rebuild-walk",
+        &[
+            "rebuild".as_ref(),
+            store.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ],
+    );
     assert_eq!(code, Some(2), "{said}");
     assert!(said.contains("stopping the rebuild"), "{said}");
     assert!(said.contains("rebuild interrupted"), "{said}");
@@ -384,7 +364,15 @@ fn ctrl_c_stops_a_rebuild_and_removes_what_it_wrote() {
     // an --out folder that was there stays, with what it held
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("notes.txt"), b"kept").unwrap();
-    let (code, said) = rebuild_interrupted(&[store.as_os_str(), "--out".as_ref(), out.as_os_str()]);
+    let (code, said) = interrupted_at(
+        "rebuild-walk",
+        &[
+            "rebuild".as_ref(),
+            store.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ],
+    );
     assert_eq!(code, Some(2), "{said}");
     let left: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
@@ -392,7 +380,10 @@ fn ctrl_c_stops_a_rebuild_and_removes_what_it_wrote() {
         .collect();
     assert_eq!(left, ["notes.txt"], "{said}");
     // --in-place: the stage is removed, the store is as it was and its lock is free again
-    let (code, said) = rebuild_interrupted(&[store.as_os_str(), "--in-place".as_ref()]);
+    let (code, said) = interrupted_at(
+        "rebuild-walk",
+        &["rebuild".as_ref(), store.as_os_str(), "--in-place".as_ref()],
+    );
     assert_eq!(code, Some(2), "{said}");
     assert!(files(&store) == before, "the store changed: {said}");
     let beside: Vec<String> = std::fs::read_dir(t.path())

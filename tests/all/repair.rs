@@ -642,3 +642,52 @@ fn regression_13_two_fields_of_one_record() {
     assert_bytes_kept(&r, &original, "two fields");
     assert_eq!(r.manifest["cut"]["offset"].as_u64(), Some(p as u64));
 }
+
+#[test]
+fn ctrl_c_stops_a_repair_before_its_switch_and_removes_its_stage() {
+    let (t, s) = damaged(&fixture("store-4.9"), |s| {
+        let f = commitlog_file(s, 3);
+        let p = record_pos(&f, 5);
+        patch(&f, p + 100, |b| b[0] ^= 0x10);
+    });
+    // every file but `lock`, which the in-place run makes (as a broker does)
+    let files = |s: &Path| {
+        let mut t = tree(s);
+        t.retain(|p, _| !p.ends_with("lock"));
+        t
+    };
+    let before = files(&s);
+    let (code, said) = interrupted_at(
+        "repair-staged",
+        &["repair".as_ref(), s.as_os_str(), "--in-place".as_ref()],
+    );
+    assert_eq!(code, Some(2), "{said}");
+    assert!(said.contains("stopping the repair"), "{said}");
+    assert!(said.contains("repair interrupted"), "{said}");
+    assert!(files(&s) == before, "the store changed: {said}");
+    let beside: Vec<_> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(beside, ["store"], "{said}");
+    let out = t.path().join("out");
+    let (code, said) = interrupted_at(
+        "repair-staged",
+        &[
+            "repair".as_ref(),
+            s.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{said}");
+    assert!(!out.exists(), "{said}");
+    // and a run left alone repairs it
+    bin()
+        .arg("repair")
+        .arg(&s)
+        .arg("--in-place")
+        .assert()
+        .success();
+    bin().arg("verify").arg(&s).assert().code(0);
+}

@@ -115,3 +115,30 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Run the binary with `args`, paused at failpoint `pause` (`RMQSTORE_PAUSEPOINT`), send it
+/// SIGINT there, and return its exit code and all it said on stderr.
+pub fn interrupted_at(pause: &str, args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    use std::io::Read;
+    let exe = assert_cmd::cargo::cargo_bin("rmqstore");
+    let mut child = std::process::Command::new(exe)
+        .args(args)
+        .env("RMQSTORE_PAUSEPOINT", format!("{pause}:2000"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains(&format!("paused at {pause}")) {
+        if err.read_line(&mut said).unwrap() == 0 {
+            break;
+        }
+    }
+    assert!(said.contains("paused at"), "{args:?}: {said}");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).unwrap();
+    err.read_to_string(&mut said).unwrap();
+    (child.wait().unwrap().code(), said)
+}

@@ -36,7 +36,7 @@ use crate::format::error::Result;
 use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 
 pub use crate::engine::store::safedir::STAGE_MARKER;
-pub use plan::plan;
+pub use plan::{plan, plan_with};
 pub use stage::apply;
 
 /// One step of the plan.

@@ -1,6 +1,8 @@
 //! The plan: what a repair does, worked out from `verify`'s judgement without writing anything.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use super::{
     hex, rel, salvage_count, Action, ConfigWrite, Cut, Fate, HeaderRepair, Plan, STAGE_MARKER,
@@ -48,7 +50,18 @@ fn stop_reason(w: &FileWalk) -> String {
 
 /// Work out the repair of `store`: read-only, memory independent of the store's size.
 pub fn plan(store: &Store) -> Result<Plan> {
-    let report = verify(store, &VerifyOptions::default(), None)?;
+    plan_with(store, None)
+}
+
+/// [`plan`] that stops when `interrupt` is set (the check of the store ends with
+/// [`crate::format::error::Error::Interrupted`]); the plan carries the flag, so that [`super::apply`]
+/// stops too, at its next salvaged record or piece of the commitlog rebuilt.
+pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Plan> {
+    let check = VerifyOptions {
+        interrupt: interrupt.clone(),
+        ..VerifyOptions::default()
+    };
+    let report = verify(store, &check, None)?;
     let mut d = Draft {
         store,
         size: store.geometry.commitlog_file_size.value,
@@ -107,7 +120,10 @@ pub fn plan(store: &Store) -> Result<Plan> {
             0,
         );
     }
-    let rebuild = RebuildOptions::for_geometry(store.geometry.clone());
+    let rebuild = RebuildOptions {
+        interrupt,
+        ..RebuildOptions::for_geometry(store.geometry.clone())
+    };
     let src = Source {
         store,
         end: cut_offset,

@@ -516,7 +516,7 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Salvaged>>(4);
     std::thread::scope(|s| {
         let listing = s.spawn(|| list_salvaged(store, rx, &root, repair));
-        let scanned = scan_salvage(store, i, c.position, &root, tx);
+        let scanned = scan_salvage(store, plan, i, c.position, &root, tx);
         let listed = listing
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -536,6 +536,7 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
 /// The scan: each salvaged record appended to the salvage store and sent to the listing.
 fn scan_salvage(
     store: &Store,
+    plan: &Plan,
     seg: usize,
     position: u64,
     root: &Path,
@@ -544,6 +545,9 @@ fn scan_salvage(
     let mut writer: Option<StoreWriter> = None;
     let mut batch = Vec::with_capacity(SALVAGE_BATCH);
     let (n, bytes) = salvage_scan(store, seg, position, |seg, r| {
+        if plan.rebuild.interrupted() {
+            return Err(Error::interrupted(&store.root, "repair"));
+        }
         let w = match writer.as_mut() {
             Some(w) => w,
             None => writer.insert(StoreWriter::create(
