@@ -348,15 +348,13 @@ fn ctrl_c_stops_a_rebuild_and_removes_what_it_wrote() {
     let before = files(&store);
     // --out: the folders it made are removed, the folder too when the run made it
     let out = t.path().join("out");
-    let (code, said) = interrupted_at(
-        "rebuild-walk",
-        &[
-            "rebuild".as_ref(),
-            store.as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ],
-    );
+    let to_out = [
+        "rebuild".as_ref(),
+        store.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ];
+    let (code, said) = interrupted_at("rebuild-walk", &to_out);
     assert_eq!(code, Some(2), "{said}");
     assert!(said.contains("stopping the rebuild"), "{said}");
     assert!(said.contains("rebuild interrupted"), "{said}");
@@ -364,15 +362,7 @@ fn ctrl_c_stops_a_rebuild_and_removes_what_it_wrote() {
     // an --out folder that was there stays, with what it held
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("notes.txt"), b"kept").unwrap();
-    let (code, said) = interrupted_at(
-        "rebuild-walk",
-        &[
-            "rebuild".as_ref(),
-            store.as_os_str(),
-            "--out".as_ref(),
-            out.as_os_str(),
-        ],
-    );
+    let (code, said) = interrupted_at("rebuild-walk", &to_out);
     assert_eq!(code, Some(2), "{said}");
     let left: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
