@@ -135,7 +135,7 @@ fn load_queries(path: &Path) -> Vec<Query> {
 
 /// Answer a query the way `DefaultMessageStore.queryMessage` reports it: `queryOffset`'s offsets
 /// sorted ascending, and the "index last update" values only when something was found.
-fn java_query_message(files: &[IndexFile<Vec<u8>>], q: &Query) -> (Vec<i64>, i64, i64) {
+fn java_query_message<B: AsRef<[u8]>>(files: &[IndexFile<B>], q: &Query) -> (Vec<i64>, i64, i64) {
     let r = query_offsets(
         files.iter().rev(),
         &q.topic,

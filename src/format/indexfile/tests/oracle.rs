@@ -30,16 +30,7 @@ fn check_queries(name: &str, queries_file: &str) {
         .map(|p| IndexFile::open(p, g).unwrap())
         .collect();
     let q = &queries[0];
-    let r = query_offsets(
-        mapped.iter().rev(),
-        &q.topic,
-        &q.key,
-        q.max_num,
-        q.begin,
-        q.end,
-    );
-    let mut offs = r.phy_offsets.clone();
-    offs.sort_unstable();
+    let (offs, ..) = java_query_message(&mapped, q);
     assert_eq!(offs, q.offsets);
     eprintln!(
         "{name}: {} queryMessage answers reproduced from {} index files",
