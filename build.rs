@@ -1,6 +1,14 @@
-//! Records the commit the binary is built from, for `rmqstore --version`.
+//! Records the commit the binary is built from, for `rmqstore --version`, and what the tests'
+//! data and peers are: `rmqstore_oracle` when `../shared/oracle` holds the four Java-written
+//! stores, `rmqstore_ali_ons` when the Node.js client is installed and node runs. Tests that
+//! need either carry `#[cfg_attr(not(...), ignore = "...")]`, so the runner counts them as
+//! ignored rather than passed.
 
+use std::path::Path;
 use std::process::Command;
+
+/// The oracle stores the tests read (tests/all/common/oracle.rs names the same four).
+const ORACLES: [&str; 4] = ["basic-4.9", "basic-5.x", "crashed-4.9", "timer-5.x"];
 
 fn main() {
     let git = |args: &[&str]| {
@@ -22,4 +30,32 @@ fn main() {
         }
     }
     println!("cargo:rerun-if-changed=build.rs");
+
+    println!("cargo::rustc-check-cfg=cfg(rmqstore_oracle)");
+    println!("cargo::rustc-check-cfg=cfg(rmqstore_ali_ons)");
+    let oracle = Path::new("../shared/oracle");
+    if ORACLES
+        .iter()
+        .all(|n| oracle.join(n).join("store").is_dir())
+    {
+        println!("cargo::rustc-cfg=rmqstore_oracle");
+    }
+    let client = Path::new("tests/clients/ali-ons");
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if node && client.join("node_modules/ali-ons/package.json").is_file() {
+        println!("cargo::rustc-cfg=rmqstore_ali_ons");
+    }
+    // a path that does not exist would rerun this script on every build: watch the nearest
+    // one that does (what is installed appears inside it)
+    let shared = Path::new("../shared");
+    for (want, near) in [(oracle, shared), (&client.join("node_modules"), client)] {
+        if want.exists() {
+            println!("cargo::rerun-if-changed={}", want.display());
+        } else if near.exists() {
+            println!("cargo::rerun-if-changed={}", near.display());
+        }
+    }
 }

@@ -2,10 +2,14 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
+
+use rmqstore::commands::{self, output, Cli};
 
 fn main() -> ExitCode {
-    let cli = rmqstore::commands::Cli::parse();
-    let status = rmqstore::commands::run(cli);
+    let matches = Cli::command().get_matches();
+    output::set_json_stderr(commands::json_requested(&matches));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let status = commands::run(cli);
     ExitCode::from(status.code())
 }

@@ -70,7 +70,7 @@ impl ClientDirArgs {
         };
         let c = ClientOffsets::load(dir, broker_name)?;
         for n in c.notes() {
-            eprintln!("rmqstore: note: {n}");
+            output::note(&n.to_string());
         }
         Ok(Some(c))
     }

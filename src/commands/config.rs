@@ -29,6 +29,7 @@ pub struct ConfigArgs {
 pub enum ConfigWhich {
     /// Topics (`topics.json`): readQueueNums, writeQueueNums, perm, order, topicFilterType,
     /// topicSysFlag.
+    #[command(after_help = super::help::CONFIG_TOPICS)]
     Topics {
         #[command(subcommand)]
         action: ConfigAction,
@@ -36,6 +37,7 @@ pub enum ConfigWhich {
     /// Subscription groups (`subscriptionGroup.json`): consumeEnable, consumeFromMinEnable,
     /// consumeBroadcastEnable, retryQueueNums, retryMaxTimes, brokerId,
     /// whichBrokerWhenConsumeSlowly, notifyConsumerIdsChangedEnable.
+    #[command(after_help = super::help::CONFIG_GROUPS)]
     Groups {
         #[command(subcommand)]
         action: ConfigAction,
@@ -45,6 +47,7 @@ pub enum ConfigWhich {
 #[derive(Debug, Subcommand)]
 pub enum ConfigAction {
     /// Every entry and its properties.
+    #[command(after_help = super::help::CONFIG_SHOW)]
     Show {
         /// JSON Lines: one `config_entry` per entry, then a summary.
         #[arg(long, short = 'J')]
@@ -52,6 +55,7 @@ pub enum ConfigAction {
     },
     /// Set properties (`key=value`, Java names) of one entry; a new name is created with the
     /// broker's defaults.
+    #[command(after_help = super::help::CONFIG_SET)]
     Set {
         name: String,
         #[arg(value_name = "KEY=VALUE", required = true, value_parser = key_value)]
@@ -63,6 +67,7 @@ pub enum ConfigAction {
         apply: ApplyFlags,
     },
     /// Delete one entry.
+    #[command(after_help = super::help::CONFIG_DELETE)]
     Delete {
         name: String,
         #[command(flatten)]

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::json;
 
-use super::output::{format_time, summary_line, typed_line};
+use super::output::{self, format_time, summary_line, typed_line};
 use super::ExitStatus;
 use crate::engine::store::timer_files::read_checkpoint;
 use crate::format::java::string_hash;
@@ -154,7 +154,7 @@ pub fn timerlog(a: &TimerFileArgs, out: &mut dyn Write) -> anyhow::Result<ExitSt
         )?;
     }
     if let Some(p) = problem {
-        eprintln!("rmqstore: {p}");
+        output::say(&p.to_string());
         return Ok(ExitStatus::Findings);
     }
     Ok(ExitStatus::Success)

@@ -23,7 +23,7 @@ use serde_json::json;
 use super::client_dir::ClientDirArgs;
 use super::engine_args::{open_engine, use_client_dir, BrokerArg, EngineArgs};
 use super::names;
-use super::output::{json_line, parse_time_arg, BodyMode, MessageJson};
+use super::output::{self, json_line, parse_time_arg, BodyMode, MessageJson};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::pull::BrokerRole;
 use crate::engine::broker::transaction::HalfState;
@@ -31,6 +31,7 @@ use crate::engine::broker::Engine;
 use crate::engine::consume::export::{
     plan_export, write_store, ExportItem, ExportOptions, ExportPlan, ExportSource, Include,
 };
+use crate::engine::consume::pop::PopUse;
 use crate::engine::Store;
 use crate::format::commitlog::message_in;
 
@@ -66,6 +67,10 @@ pub struct ExportArgs {
     /// Replace an existing FILE.jsonl (without it an existing file is refused).
     #[arg(long)]
     pub force: bool,
+    /// Export a group that consumes by POP (5.x) with exit status 0: its popped, unacknowledged
+    /// messages are not in the export (they are in the revive topic, which is not read yet).
+    #[arg(long)]
+    pub accept_pop_gap: bool,
     /// An overlay written by earlier engine runs, read (not written).
     #[arg(long, value_name = "DIR")]
     pub overlay: Option<PathBuf>,
@@ -208,6 +213,7 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     }
     let group = a.client.group(a.group.as_deref())?.unwrap_or_default();
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let pop = PopUse::read(&store);
     let mut engine = open_engine(
         store,
         EngineArgs {
@@ -257,18 +263,24 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         "unreadable": plan.unreadable,
     });
     if plan.unreadable > 0 {
-        eprintln!(
-            "rmqstore: note: {} unit(s) point to records that cannot be read; they were left out",
+        output::note(&format!(
+            "{} unit(s) point to records that cannot be read; they were left out",
             plan.unreadable
+        ));
+    }
+    let pop_gap = output::note_pop(&pop, Some(plan.group.as_str()));
+    if pop_gap && !a.accept_pop_gap {
+        output::note(
+            "exit status 1: the export may lack popped messages (--accept-pop-gap accepts that)",
         );
     }
     if a.out.as_os_str() == "-" && a.json {
         super::output::summary_line(&mut std::io::stderr().lock(), "export", &summary)?;
     } else if a.out.as_os_str() == "-" {
-        eprintln!(
-            "rmqstore: exported {written} message(s) of group {}",
+        output::say(&format!(
+            "exported {written} message(s) of group {}",
             plan.group
-        );
+        ));
     } else if a.json {
         super::output::summary_line(out, "export", &summary)?;
     } else {
@@ -289,5 +301,9 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             }
         )?;
     }
-    Ok(ExitStatus::Success)
+    Ok(if pop_gap && !a.accept_pop_gap {
+        ExitStatus::Findings
+    } else {
+        ExitStatus::Success
+    })
 }

@@ -76,8 +76,9 @@ Examples:
   rmqstore dump config ~/store --json";
 
 pub const QUERY: &str = "\
-Exit status: 0 messages found; 1 nothing found; 2 could not run (an unknown topic, queue or
-message id is an error, with the close names).
+Exit status: 0 messages found; 1 nothing found (also a well-formed message id the store does
+not hold, as grep); 2 could not run (an unknown topic or queue, with the close names; a
+malformed message id; a negative --offset).
 
 Examples:
   rmqstore query ~/store -t OrderTopic -k order-33
@@ -124,7 +125,9 @@ Examples:
   rmqstore pending ~/store --client-dir ~/.rocketmq_offsets/10.0.0.5@DEFAULT/BcastGroup";
 
 pub const REBUILD: &str = "\
-Exit status: 0 rebuilt; 1 refused (the commitlog is damaged: see verify and repair); 2 could not run.
+Exit status: 0 rebuilt; 1 refused, nothing written, with --out as with --in-place (the
+commitlog is damaged before records that exist: see verify and repair; --force rebuilds
+anyway); 2 could not run.
 
 Examples:
   rmqstore rebuild ~/store --out /tmp/rebuilt
@@ -142,8 +145,10 @@ Examples:
   rmqstore repair ~/store --in-place";
 
 pub const EXPORT: &str = "\
-Exit status: 0 exported (also when nothing was pending); 2 could not run (an existing
-FILE.jsonl is refused without --force).
+Exit status: 0 exported (also when nothing was pending); 1 exported, but the group consumes by
+POP (5.x) or the store holds POP revive records, so popped, unacknowledged messages may be
+missing (said on stderr; --accept-pop-gap makes it 0); 2 could not run (an existing FILE.jsonl
+is refused without --force).
 
 Examples:
   rmqstore export ~/store -g OrderGroup --out /tmp/order.jsonl
@@ -240,6 +245,18 @@ pub const ALL: &[&str] = &[
     VERIFY,
     COMPLETIONS,
     MAN,
+    SERVE,
+    ROOT,
+    TUI,
+    OFFSETS_SHOW,
+    OFFSETS_SET,
+    OFFSETS_CLONE,
+    OFFSETS_DELETE,
+    CONFIG_TOPICS,
+    CONFIG_GROUPS,
+    CONFIG_SHOW,
+    CONFIG_SET,
+    CONFIG_DELETE,
 ];
 
 /// The example command lines of `text`, split into words as a shell would (single quotes only).
@@ -280,15 +297,116 @@ pub fn examples(text: &str) -> Vec<Vec<String>> {
 }
 
 pub const SERVE: &str = "\
-Runs until Ctrl-C or SIGTERM, then writes the overlay (offsets, retries, dead letters) and
-exits 0; 2 could not run (the store cannot be opened, the address is taken, a non-loopback
+Exit status: 0 stopped by Ctrl-C or SIGTERM after writing the overlay (offsets, retries, dead
+letters); 2 could not run (the store cannot be opened, the address is taken, a non-loopback
 --listen without --acl, an unreadable ACL file).
 
 Examples:
   rmqstore serve ~/store --overlay /tmp/ov
   rmqstore serve ~/store --overlay /tmp/ov --listen 0.0.0.0:9876 --acl conf/plain_acl.yml
-  rmqstore serve ~/store --overlay /tmp/ov --time-scale 60   # retries fall due 60x sooner
+  rmqstore serve ~/store --overlay /tmp/ov --time-scale 60
+then, from another terminal (retries fall due 60 times sooner with --time-scale 60):
   mqadmin consumerProgress -n 127.0.0.1:9876 -g OrderGroup";
+
+pub const ROOT: &str = "\
+Exit status: 0 success (a healthy store; something found, printed or done); 1 problems found, or
+nothing found (each command's --help says which); 2 could not run (bad arguments, a path that
+is not a store, a live broker holding the lock).
+
+Examples:
+  rmqstore info ~/store
+  rmqstore verify ~/store
+  rmqstore query ~/store -t OrderTopic -k order-33
+  rmqstore pending ~/store -g OrderGroup";
+
+pub const TUI: &str = "\
+Exit status: 0 the browser was closed; 2 could not run (standard input or output is not a
+terminal, the store cannot be opened).
+
+Examples:
+  rmqstore tui ~/store
+  rmqstore tui ~/store --trace-topic MyTraceTopic
+
+Nothing is written into the store. Times are shown and read in UTC; a time typed with an offset
+(2026-11-30T18:15:00+08:00) or as epoch milliseconds is read as such.
+
+Keys (? in the browser lists them all): f filters a queue's messages (TagA || TagB, key:K,
+prop:NAME=VALUE, body:TEXT), / filters any list as you type, s sorts, F finds a message by key
+or id, g goes to a queue offset or a time, n/N step through messages, o opens the origin of a
+%RETRY% or %DLQ% copy, c/C copy the id/body (OSC 52), p shows the body in $PAGER.";
+
+pub const OFFSETS_SHOW: &str = "\
+Exit status: 0 shown; 2 could not run (an unknown group or topic; with --client-dir: a folder
+that is not <clientId>/<group>, an offsets.json whose .bak is broken too).
+
+Examples:
+  rmqstore offsets ~/store show -g OrderGroup
+  rmqstore offsets ~/store show -t OrderTopic --json
+  rmqstore offsets ~/store --client-dir ~/.rocketmq_offsets/10.0.0.5@DEFAULT/BcastGroup show";
+
+pub const OFFSETS_SET: &str = "\
+Exit status: 0 planned, or written with --apply; 2 could not run (an unknown group or topic, a
+negative --to-offset, a live broker holding the store's lock).
+
+Examples:
+  rmqstore offsets ~/store set -g OrderGroup -t OrderTopic --to-offset 100
+  rmqstore offsets ~/store set -g OrderGroup -t OrderTopic --to-time 2026-11-30T10:00:00Z
+  rmqstore offsets ~/store set -g OrderGroup -t OrderTopic -q 0 --to first --apply";
+
+pub const OFFSETS_CLONE: &str = "\
+Exit status: 0 planned, or written with --apply; 2 could not run (an unknown group or topic, a
+live broker holding the store's lock).
+
+Examples:
+  rmqstore offsets ~/store clone --from OrderGroup --to OrderGroupReplay
+  rmqstore offsets ~/store clone --from OrderGroup --to OrderGroupReplay -t OrderTopic --apply";
+
+pub const OFFSETS_DELETE: &str = "\
+Exit status: 0 planned, or written with --apply; 2 could not run (an unknown group or topic, a
+live broker holding the store's lock).
+
+Examples:
+  rmqstore offsets ~/store delete -g OldGroup
+  rmqstore offsets ~/store delete -g OldGroup -t OrderTopic --apply";
+
+pub const CONFIG_TOPICS: &str = "\
+Exit status: 0 shown, planned or written; 2 could not run (an unknown property or topic, a value
+the broker would not take, a live broker holding the store's lock).
+
+Examples:
+  rmqstore config ~/store topics show
+  rmqstore config ~/store topics set OrderTopic readQueueNums=8 writeQueueNums=8 --apply";
+
+pub const CONFIG_GROUPS: &str = "\
+Exit status: 0 shown, planned or written; 2 could not run (an unknown property or group, a value
+the broker would not take, a live broker holding the store's lock).
+
+Examples:
+  rmqstore config ~/store groups show --json
+  rmqstore config ~/store groups set OrderGroup retryMaxTimes=3 consumeEnable=false";
+
+pub const CONFIG_SHOW: &str = "\
+Exit status: 0 shown; 2 could not run (the config file does not parse, nor its .bak).
+
+Examples:
+  rmqstore config ~/store topics show
+  rmqstore config ~/store groups show --json";
+
+pub const CONFIG_SET: &str = "\
+Exit status: 0 planned, or written with --apply; 2 could not run (an unknown property, a value
+the broker would not take, a live broker holding the store's lock).
+
+Examples:
+  rmqstore config ~/store topics set OrderTopic readQueueNums=8 writeQueueNums=8
+  rmqstore config ~/store groups set OrderGroup retryMaxTimes=3 --apply";
+
+pub const CONFIG_DELETE: &str = "\
+Exit status: 0 planned, or written with --apply; 2 could not run (an unknown entry, a live broker
+holding the store's lock).
+
+Examples:
+  rmqstore config ~/store topics delete OldTopic
+  rmqstore config ~/store groups delete OldGroup --apply";
 
 #[cfg(test)]
 mod tests {
@@ -310,6 +428,41 @@ mod tests {
             }
         }
         assert!(n >= 30, "{n}");
+    }
+
+    /// Every page of the command tree (the root and every subcommand at every level) states
+    /// its exit statuses and gives an example of that very command.
+    #[test]
+    fn every_page_has_exit_statuses_and_an_example() {
+        fn walk(cmd: &clap::Command, path: &mut Vec<String>, pages: &mut usize) {
+            let shown = format!("rmqstore {}--help", path.join(" ") + " ");
+            let text = cmd
+                .get_after_help()
+                .map(|t| t.to_string())
+                .unwrap_or_default();
+            assert!(text.starts_with("Exit status: "), "{shown}: {text:?}");
+            let mine: Vec<_> = examples(&text)
+                .into_iter()
+                .filter(|w| {
+                    let mut rest = w.iter().skip(1);
+                    path.iter().all(|p| rest.any(|x| x == p))
+                })
+                .collect();
+            assert!(!mine.is_empty(), "{shown}: no example of this command");
+            *pages += 1;
+            for sub in cmd.get_subcommands() {
+                path.push(sub.get_name().to_string());
+                walk(sub, path, pages);
+                path.pop();
+            }
+        }
+        let mut pages = 0;
+        walk(
+            &<super::super::Cli as clap::CommandFactory>::command(),
+            &mut Vec::new(),
+            &mut pages,
+        );
+        assert!(pages >= 35, "{pages}");
     }
 
     #[test]

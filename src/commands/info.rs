@@ -34,6 +34,7 @@ struct InfoSummary {
 pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     let info = gather(&store)?;
+    output::note_pop(&crate::engine::consume::pop::PopUse::read(&store), None);
     if a.json {
         output::typed_line(out, "info", &info)?;
         output::summary_line(

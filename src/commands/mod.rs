@@ -48,10 +48,8 @@ pub const VERSION: &str = concat!(
 );
 
 /// Read, check, repair and serve Apache RocketMQ broker store directories offline.
-///
-/// Exit status: 0 success (a healthy store), 1 problems found, 2 could not run.
 #[derive(Debug, Parser)]
-#[command(name = "rmqstore", version = VERSION, about, long_about = None)]
+#[command(name = "rmqstore", version = VERSION, about, long_about = None, after_help = help::ROOT)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -160,6 +158,16 @@ impl GeometryArgs {
     }
 }
 
+/// Whether the command that runs was given `--json` (or `-J`): the innermost subcommand's
+/// `json` flag.
+pub fn json_requested(m: &clap::ArgMatches) -> bool {
+    let mut m = m;
+    while let Some((_, sub)) = m.subcommand() {
+        m = sub;
+    }
+    matches!(m.try_get_one::<bool>("json"), Ok(Some(true)))
+}
+
 /// Run a parsed command line, printing errors to stderr.
 pub fn run(cli: Cli) -> ExitStatus {
     output::set_color(cli.color);
@@ -190,10 +198,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Ok(s) => s,
         Err(e) if output::is_broken_pipe(&e) => ExitStatus::Success,
         Err(e) => {
-            let mut msg = format!(
-                "rmqstore: {} {e}",
-                output::painted("error:", output::Paint::Red, true)
-            );
+            let mut msg = e.to_string();
             for cause in e.chain().skip(1) {
                 // an error that already prints its source (`path: reason`) is not repeated
                 let cause = cause.to_string();
@@ -201,7 +206,14 @@ pub fn run(cli: Cli) -> ExitStatus {
                     msg.push_str(&format!("\n  caused by: {cause}"));
                 }
             }
-            eprintln!("{msg}");
+            if output::json_stderr() {
+                let mut err = std::io::stderr().lock();
+                let line = serde_json::json!({ "message": msg });
+                let _ = output::typed_line(&mut err, "error", &line);
+            } else {
+                let error = output::painted("error:", output::Paint::Red, true);
+                eprintln!("rmqstore: {error} {msg}");
+            }
             ExitStatus::Failure
         }
     }

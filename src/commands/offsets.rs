@@ -47,12 +47,16 @@ pub struct OffsetsArgs {
 #[derive(Debug, Subcommand)]
 pub enum OffsetsAction {
     /// Committed offset, min, max and lag per queue.
+    #[command(after_help = super::help::OFFSETS_SHOW)]
     Show(ShowArgs),
     /// Move a group's offsets on a topic to an offset, a time, or the first or last message.
+    #[command(after_help = super::help::OFFSETS_SET)]
     Set(SetArgs),
     /// Give a group the offsets another group has.
+    #[command(after_help = super::help::OFFSETS_CLONE)]
     Clone(CloneArgs),
     /// Delete a group's offsets.
+    #[command(after_help = super::help::OFFSETS_DELETE)]
     Delete(DeleteArgs),
 }
 
@@ -97,8 +101,9 @@ pub struct SetArgs {
     /// One queue (default: every queue of the topic).
     #[arg(long, short = 'q', value_name = "Q")]
     pub queue: Option<i32>,
-    /// This queue offset (clamped to each queue's min and max).
-    #[arg(long, value_name = "N")]
+    /// This queue offset, 0 or more (clamped to each queue's min and max).
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = super::output::parse_offset_arg::<i64>)]
     pub to_offset: Option<i64>,
     /// The first message stored at or after TIME, as the broker's getOffsetInQueueByTime.
     #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]

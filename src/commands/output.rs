@@ -169,20 +169,69 @@ pub fn broker_role_parser(
     })
 }
 
+/// Whether the command runs with `--json` (set once, before it runs): then every line it
+/// writes to stderr is a JSON line too, so that `2>&1 | jq` reads the whole output.
+static JSON_STDERR: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Set by the binary from the command line (`--json` or `-J` on the command that runs).
+pub fn set_json_stderr(on: bool) {
+    JSON_STDERR.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+pub fn json_stderr() -> bool {
+    JSON_STDERR.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// A line for people on stderr: `rmqstore: <what>`, or with `--json` the line
+/// `{"type":"note","message":<what>}` (docs/json.md).
+pub fn say(what: &str) {
+    if json_stderr() {
+        let mut e = std::io::stderr().lock();
+        let _ = typed_line(&mut e, "note", &serde_json::json!({ "message": what }));
+    } else {
+        eprintln!("rmqstore: {what}");
+    }
+}
+
+/// A note on stderr: `rmqstore: note: <what>` (with `--json`, a `note` line, see [`say`]).
+pub fn note(what: &str) {
+    if json_stderr() {
+        say(what);
+    } else {
+        say(&format!("note: {what}"));
+    }
+}
+
 /// Say on stderr which config file was written and where the previous one is kept.
 pub fn note_written(file: &std::path::Path, backup: Option<std::path::PathBuf>) {
-    eprintln!(
-        "rmqstore: wrote {}{}",
+    say(&format!(
+        "wrote {}{}",
         file.display(),
         backup
             .map(|b| format!(" (the previous file is kept as {} and .bak)", b.display()))
             .unwrap_or_default()
-    );
+    ));
+}
+
+/// Say on stderr what a group's (or, without one, the store's) answer leaves out of 5.x POP
+/// consumption; true when something is left out for `group`.
+pub fn note_pop(pop: &crate::engine::consume::pop::PopUse, group: Option<&str>) -> bool {
+    for p in &pop.problems {
+        note(p);
+    }
+    let w = match group {
+        Some(g) => pop.warning(g),
+        None => pop.store_warning(),
+    };
+    if let Some(w) = &w {
+        note(w);
+    }
+    w.is_some()
 }
 
 /// Say on stderr that a limit cut a result short.
 pub fn note_truncated(what: &str) {
-    eprintln!("rmqstore: note: {what}");
+    note(what);
 }
 
 #[cfg(test)]
@@ -228,6 +277,19 @@ pub fn parse_time(s: &str) -> anyhow::Result<i64> {
 /// [`parse_time`] for clap's `value_parser`.
 pub fn parse_time_arg(s: &str) -> Result<i64, String> {
     parse_time(s).map_err(|e| e.to_string())
+}
+
+/// An offset argument for clap's `value_parser` (with `allow_negative_numbers`, so `-o -5`
+/// reaches it): a whole number, 0 or more; a negative one is refused by name rather than
+/// clamped or read as a flag.
+pub fn parse_offset_arg<T: TryFrom<i128>>(s: &str) -> Result<T, String> {
+    match s.trim().parse::<i128>() {
+        Ok(n) if n < 0 => Err(format!("offset must be 0 or more (got {s})")),
+        Ok(n) => T::try_from(n).map_err(|_| format!("offset {s} is too large")),
+        Err(_) => Err(format!(
+            "offset must be a whole number, 0 or more (got {s:?})"
+        )),
+    }
 }
 
 /// Epoch milliseconds as a local date-time with milliseconds and the zone's offset

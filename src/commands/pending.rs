@@ -15,10 +15,11 @@ use serde::Serialize;
 use super::client_dir::ClientDirArgs;
 use super::engine_args::{open_engine, use_client_dir, BrokerArg, EngineArgs};
 use super::names;
-use super::output::{format_time, parse_time_arg, summary_line, typed_line};
+use super::output::{self, format_time, parse_time_arg, summary_line, typed_line};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::pending::{groups_of, known_groups, pending, Pending, TimersPending};
 use crate::engine::broker::pull::BrokerRole;
+use crate::engine::consume::pop::PopUse;
 use crate::engine::Store;
 
 #[derive(Debug, Args)]
@@ -66,6 +67,7 @@ struct PendingSummary {
 pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let group = a.client.group(a.group.as_deref())?;
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let pop = PopUse::read(&store);
     let mut engine = open_engine(
         store,
         EngineArgs {
@@ -90,6 +92,7 @@ pub fn run(a: &PendingArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         )?;
     }
     let p = pending(&engine, group.as_deref(), a.all);
+    output::note_pop(&pop, group.as_deref());
     if a.json {
         for g in &p.groups {
             typed_line(out, "group", g)?;

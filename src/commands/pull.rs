@@ -28,7 +28,7 @@ use super::engine_args::{open_engine, use_client_dir, BrokerArg, EngineArgs};
 use super::line_format::{LineArgs, Style};
 use super::message_printer::MessagePrinter;
 use super::names;
-use super::output::{parse_time_arg, BodyMode};
+use super::output::{self, parse_time_arg, BodyMode};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::pull::{BrokerRole, MessageFilter, PullRequest, DEFAULT_PULL_BATCH};
 use crate::engine::broker::Engine;
@@ -176,7 +176,9 @@ pub fn run(a: &PullArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.deliver_due {
         let n = engine.deliver_due()?.len();
         let t = engine.deliver_due_timers()?.len();
-        eprintln!("rmqstore: note: {n} delayed and {t} timer message(s) were due and delivered");
+        output::note(&format!(
+            "{n} delayed and {t} timer message(s) were due and delivered"
+        ));
     }
     let queues = match a.queue {
         Some(q) => vec![q],

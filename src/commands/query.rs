@@ -51,10 +51,12 @@ pub struct QueryArgs {
     #[arg(long, short = 'q', value_name = "Q")]
     pub queue: Option<i32>,
     /// Queue offset to read from (with --topic and --queue).
-    #[arg(long, short = 'o', value_name = "N", conflicts_with_all = ["key", "msg_id"])]
+    #[arg(long, short = 'o', value_name = "N", conflicts_with_all = ["key", "msg_id"],
+          allow_negative_numbers = true, value_parser = super::output::parse_offset_arg::<u64>)]
     pub offset: Option<u64>,
-    /// Messages to read from --offset (default 1).
-    #[arg(long, short = 'c', value_name = "N", requires = "offset")]
+    /// Messages to read from --offset (default 1), or the first N of a --begin time window
+    /// (as --max).
+    #[arg(long, short = 'c', value_name = "N", conflicts_with_all = ["key", "msg_id"])]
     pub count: Option<usize>,
     /// Start of the time window: epoch ms or an ISO 8601 date/date-time (local time without a zone).
     #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
@@ -147,11 +149,12 @@ pub fn run(a: &QueryArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             m.insert("tag".into(), json!(t));
         }
     }
+    // notes first: the summary is the last line of stderr (docs/json.md)
+    for n in &notes {
+        output::note(n);
+    }
     printer.summary("query", summary)?;
     out.flush()?;
-    for n in &notes {
-        eprintln!("rmqstore: note: {n}");
-    }
     Ok(if found > 0 {
         ExitStatus::Success
     } else {
@@ -413,7 +416,7 @@ fn by_time(
         Some(BrokerArg::V5) => (BrokerVersion::V5, "--broker".to_string()),
         None => detect_broker_version(reader.store()),
     };
-    let max = a.max.unwrap_or(usize::MAX);
+    let max = a.max.into_iter().chain(a.count).min().unwrap_or(usize::MAX);
     let window = WindowQuery {
         topic,
         queue_id: a.queue,
@@ -435,7 +438,12 @@ fn by_time(
     hits.truncate(max);
     if capped {
         output::note_truncated(&format!(
-            "--max {max} reached: more messages are in the window"
+            "{} {max} reached: more messages are in the window",
+            if a.max == Some(max) {
+                "--max"
+            } else {
+                "--count"
+            }
         ));
     }
     let after: Vec<String> = queues

@@ -48,9 +48,10 @@ pub struct RebuildArgs {
     /// <STORE>/rmqstore-backup-<time>/. Refuses while a broker runs on the store.
     #[arg(long)]
     pub in_place: bool,
-    /// With --in-place: rebuild even when the commitlog is damaged before records that exist
-    /// (they are left out of the rebuilt queues; `repair` keeps them).
-    #[arg(long, requires = "in_place")]
+    /// Rebuild even when the commitlog is damaged before records that exist (they are left out
+    /// of the rebuilt queues; `repair` keeps them). Without it both --in-place and --out refuse
+    /// such a store and write nothing.
+    #[arg(long)]
     pub force: bool,
     /// Only these topics (repeatable).
     #[arg(long = "topic", value_name = "T")]
@@ -147,6 +148,21 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             ensure_outside_stores(&dest, "--out", false)?;
             let dest_existed = dest.exists();
             match rebuild(&store, &dest, &opts, &progress) {
+                Ok(summary)
+                    if !a.force && (summary.records_after_stop > 0 || summary.refused > 0) =>
+                {
+                    // refused as --in-place refuses: queues missing records are not left
+                    // where they could be taken for a good rebuild
+                    pb.finish_and_clear();
+                    remove_rebuilt(&dest, dest_existed, &opts);
+                    if a.json {
+                        print_refusal(&summary, &mut std::io::stderr())?;
+                        json_summary(out, &summary, None, 0.0, &store.geometry)?;
+                    } else {
+                        print_refusal(&summary, out)?;
+                    }
+                    return Ok(ExitStatus::Findings);
+                }
                 Ok(summary) => (summary, dest),
                 Err(e @ Error::Interrupted { .. }) => {
                     pb.finish_and_clear();
@@ -342,11 +358,11 @@ fn keep_old_folders(
     crate::engine::store::safedir::sync_dir(&dir)?;
     let left = crate::engine::store::safedir::drop_links(before, root)?;
     if !left.is_empty() {
-        eprintln!(
-            "rmqstore: note: {} entries of the old store are not links of the new one and stay in {}",
+        output::note(&format!(
+            "{} entries of the old store are not links of the new one and stay in {}",
             left.len(),
             before.display()
-        );
+        ));
     }
     crate::engine::store::safedir::sync_dir(root)?;
     Ok(())

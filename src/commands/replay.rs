@@ -34,7 +34,7 @@ use serde_json::json;
 
 use super::client_dir::ClientDirArgs;
 use super::engine_args::{engine_options, BrokerArg, ClockArgs};
-use super::output::{BodyMode, MessageJson};
+use super::output::{self, BodyMode, MessageJson};
 use super::{interrupt, names};
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::broker::clock::Clock;
@@ -293,13 +293,17 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             }
         );
     }
+    output::note_pop(
+        &crate::engine::consume::pop::PopUse::read(&engine.source),
+        Some(group.as_str()),
+    );
     if a.overlay.is_none() && client_dir {
-        eprintln!(
-            "rmqstore: note: no --overlay: retries are not saved (offsets go to the client's \
-             offsets.json)"
+        output::note(
+            "no --overlay: retries are not saved (offsets go to the client's \
+             offsets.json)",
         );
     } else if a.overlay.is_none() {
-        eprintln!("rmqstore: note: no --overlay: offsets and retries are not saved");
+        output::note("no --overlay: offsets and retries are not saved");
     }
     let mut options = ReplayOptions::new(group.clone(), topics);
     options.orderly = a.orderly;
@@ -359,17 +363,17 @@ pub fn run(a: &ReplayArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     }
     let dlq = crate::engine::store::dispatch::dlq_topic(&group);
     if stats.dead_lettered > 0 && stats.consumed == 0 {
-        eprintln!(
-            "rmqstore: every message delivered failed: {} went to {dlq}, none was consumed",
+        output::say(&format!(
+            "every message delivered failed: {} went to {dlq}, none was consumed",
             stats.dead_lettered
-        );
+        ));
         return Ok(ExitStatus::Findings);
     }
     if stats.dead_lettered > 0 {
-        eprintln!(
-            "rmqstore: note: {} message(s) went to {dlq} ({} consumed)",
+        output::note(&format!(
+            "{} message(s) went to {dlq} ({} consumed)",
             stats.dead_lettered, stats.consumed
-        );
+        ));
     }
     Ok(ExitStatus::Success)
 }
@@ -416,13 +420,13 @@ fn reap(
         };
         let c = rp.complete(r.ticket, outcome)?;
         if a.verbose {
-            eprintln!(
-                "rmqstore: {} ({}{}): {}",
+            output::say(&format!(
+                "{} ({}{}): {}",
                 r.label,
                 status,
                 if timed_out { ", timed out" } else { "" },
                 describe(&c)
-            );
+            ));
         }
         done += 1;
     }

@@ -84,7 +84,7 @@ pub fn run(a: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let report = match find_traces(&reader, &q) {
         Ok(r) => r,
         Err(e @ TraceError::UnknownTraceTopic { .. }) => {
-            eprintln!("rmqstore: {e}");
+            output::say(&e.to_string());
             if a.json {
                 output::summary_line(
                     &mut out,
@@ -109,17 +109,17 @@ pub fn run(a: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     print(&mut out, a.json, &report)?;
     out.flush()?;
     for p in &report.problems {
-        eprintln!("rmqstore: note: {p}");
+        output::note(&p.to_string());
     }
     if report.undecodable > report.problems.len() as u64 {
-        eprintln!(
-            "rmqstore: note: {} more records did not decode",
+        output::note(&format!(
+            "{} more records did not decode",
             report.undecodable - report.problems.len() as u64
-        );
+        ));
     }
     if report.traces.is_empty() {
-        eprintln!(
-            "rmqstore: nothing in {} is about {} ({} trace messages read)",
+        output::say(&format!(
+            "nothing in {} is about {} ({} trace messages read)",
             report.trace_topic,
             match &q.target {
                 TraceTarget::MsgId(id) => format!("message id {id}"),
@@ -128,7 +128,7 @@ pub fn run(a: &TraceArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                     format!("sends to {topic} since {}", format_time(*since)),
             },
             report.trace_messages
-        );
+        ));
         return Ok(ExitStatus::Findings);
     }
     Ok(ExitStatus::Success)

@@ -8,18 +8,8 @@ use clap::Args;
 use super::{ExitStatus, GeometryArgs};
 use crate::engine::Store;
 
-/// What the browser's help says beyond its arguments.
-const TUI_HELP: &str =
-    "Nothing is written into the store. Times are shown and read in UTC; a time \
-typed with an offset (2026-11-30T18:15:00+08:00) or as epoch milliseconds is read as such.
-
-Keys (? in the browser lists them all): f filters a queue's messages (TagA || TagB, key:K, \
-prop:NAME=VALUE, body:TEXT), / filters any list as you type, s sorts, F finds a message by key \
-or id, g goes to a queue offset or a time, n/N step through messages, o opens the origin of a \
-%RETRY% or %DLQ% copy, c/C copy the id/body (OSC 52), p shows the body in $PAGER.";
-
 #[derive(Debug, Args)]
-#[command(after_help = TUI_HELP)]
+#[command(after_help = super::help::TUI)]
 pub struct TuiArgs {
     /// The store root.
     pub store: PathBuf,

@@ -136,6 +136,10 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         for f in &report.findings {
             output::typed_line(out, "finding", f)?;
         }
+        // the plan the text shows, on the same condition
+        if let Some(plan) = shown_plan(&report) {
+            output::typed_line(out, "recovery", plan)?;
+        }
         output::summary_line(out, "verify", &report.summary)?;
     } else {
         print_human(&report, out)?;
@@ -234,18 +238,23 @@ fn grouped(n: u64) -> String {
     out
 }
 
+/// The recovery plan both outputs show: after an unclean shutdown, or when it loses data.
+fn shown_plan(r: &Report) -> Option<&RecoveryPlan> {
+    r.recovery
+        .as_ref()
+        .filter(|p| !r.summary.clean_shutdown || !p.loses_nothing())
+}
+
 fn print_human(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
     for f in &r.findings {
         print_finding(f, out)?;
     }
     let s = &r.summary;
-    if let Some(plan) = &r.recovery {
-        if !s.clean_shutdown || !plan.loses_nothing() {
-            writeln!(out)?;
-            writeln!(out, "Recovery on the next start:")?;
-            for (i, step) in plan.steps().iter().enumerate() {
-                writeln!(out, "  {:>2}. {step}", i + 1)?;
-            }
+    if let Some(plan) = shown_plan(r) {
+        writeln!(out)?;
+        writeln!(out, "Recovery on the next start:")?;
+        for (i, step) in plan.steps().iter().enumerate() {
+            writeln!(out, "  {:>2}. {step}", i + 1)?;
         }
     }
     let mut per_code: BTreeMap<(std::cmp::Reverse<Severity>, &str), u64> = BTreeMap::new();

@@ -102,6 +102,10 @@ fn shape(
 }
 
 #[test]
+#[cfg_attr(
+    not(rmqstore_ali_ons),
+    ignore = "needs node and tests/clients/ali-ons/node_modules"
+)]
 fn ali_ons_drains_a_topic_with_retries_dlq_and_offsets_kept_across_a_restart() {
     if !ali_ons_ready() {
         return;

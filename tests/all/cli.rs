@@ -151,6 +151,7 @@ fn info_json_contract_on_the_fixture() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn info_agrees_with_java_on_oracle_stores() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -284,7 +285,7 @@ fn on_fixture(args: &[&str]) -> (i32, String, String) {
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
+        said(&o.stderr),
     )
 }
 
@@ -620,6 +621,90 @@ fn errors_are_said_in_words_and_coloured_only_when_asked() {
         assert!(
             out.contains("ERROR  ") && !out.contains('\x1b'),
             "{extra:?}: {out}"
+        );
+    }
+}
+
+/// A negative offset is refused by name (not with clap's `-- -5` tip or "invalid digit"), never
+/// planned as 0; a time window takes --count.
+#[test]
+fn negative_offsets_are_refused_and_a_time_window_takes_count() {
+    let store = fixtures().join("store-4.9");
+    let s = store.to_str().unwrap();
+    for args in [
+        vec!["query", s, "-t", "OrderTopic", "-q", "0", "-o", "-5"],
+        vec!["query", s, "-t", "OrderTopic", "-q", "0", "--offset=-5"],
+        vec!["dump", "commitlog", s, "-o", "-5"],
+        vec!["dump", "consumequeue", s, "-t", "OrderTopic", "--from=-1"],
+        vec![
+            "offsets",
+            s,
+            "set",
+            "-g",
+            "OrderGroup",
+            "-t",
+            "OrderTopic",
+            "--to-offset=-3",
+        ],
+        vec![
+            "offsets",
+            s,
+            "set",
+            "-g",
+            "OrderGroup",
+            "-t",
+            "OrderTopic",
+            "--to-offset",
+            "-3",
+        ],
+    ] {
+        let o = bin().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("must be 0 or more"), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "{args:?}: {err}");
+    }
+    let o = bin()
+        .args([
+            "query",
+            s,
+            "-t",
+            "OrderTopic",
+            "-q",
+            "0",
+            "--begin",
+            "0",
+            "-c",
+            "2",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 2);
+}
+
+/// A part of a store given where the root is meant says which folder is the root.
+#[test]
+fn a_part_of_a_store_names_its_root() {
+    let store = fixtures().join("store-4.9");
+    for part in [
+        "commitlog",
+        "consumequeue",
+        "config",
+        "commitlog/00000000000000000000",
+    ] {
+        let o = bin().arg("info").arg(store.join(part)).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{part}: {err}");
+        assert!(
+            err.contains(&format!("part of the store root {}", store.display())),
+            "{part}: {err}"
         );
     }
 }

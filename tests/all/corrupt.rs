@@ -32,16 +32,25 @@ use rmqstore::format::{Error, Mapped};
 // ---------------------------------------------------------------------------------------------
 // Sources, copies, damage.
 
-/// The store roots every case runs on: the committed fixture, and the 4.9 oracle when present.
+/// The store roots every case runs on: the committed fixture, and the 4.9 oracle when the build
+/// found it (`rmqstore_oracle`; [`the_oracle_is_a_source`] is ignored otherwise, so the runner
+/// says the oracle part did not run).
 fn sources() -> Vec<(&'static str, PathBuf)> {
     let mut v = vec![(
         "fixture store-4.9",
         Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/store-4.9"),
     )];
-    if let Some(o) = common::oracle("basic-4.9") {
+    if cfg!(rmqstore_oracle) {
+        let o = common::oracle("basic-4.9").expect("the build found the oracle stores");
         v.push(("oracle basic-4.9", o.join("store")));
     }
     v
+}
+
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn the_oracle_is_a_source() {
+    assert!(sources().iter().any(|(n, _)| *n == "oracle basic-4.9"));
 }
 
 /// A writable copy of a store root; the temp dir lives as long as the returned guard.

@@ -98,6 +98,7 @@ fn json_props(v: &Value) -> BTreeMap<String, String> {
 // Oracle: pulls
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn pulls_return_what_the_java_store_returned() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -180,6 +181,7 @@ fn pulls_return_what_the_java_store_returned() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn replay_rebuilds_missing_and_stale_consume_queues() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -252,6 +254,7 @@ fn cli_summary(args: &[&str]) -> (Vec<Value>, Value) {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn cli_pull_on_oracle_stores() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -302,6 +305,7 @@ fn cli_pull_on_oracle_stores() {
 // Oracle: what the broker writes
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn send_backs_write_what_the_java_broker_wrote() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -382,6 +386,7 @@ fn send_backs_write_what_the_java_broker_wrote() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn schedule_deliveries_match_the_java_schedule_service() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -428,6 +433,7 @@ fn schedule_deliveries_match_the_java_schedule_service() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn pending_on_oracle_stores() {
     for name in ["basic-4.9", "basic-5.x"] {
         let Some(dir) = oracle(name) else { continue };
@@ -495,6 +501,7 @@ fn pending_on_oracle_stores() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn transactions_commit_and_rollback() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -535,6 +542,7 @@ fn transactions_commit_and_rollback() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn filters_on_java_written_messages() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -1275,6 +1283,7 @@ fn timer_oracle() -> Option<(PathBuf, Value, Value)> {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn timer_files_decode_as_the_java_classes_read_them() {
     use rmqstore::engine::store::timer_files::TimerFiles;
     use rmqstore::format::timer::check::{check_checkpoint, check_log, check_wheel};
@@ -1453,6 +1462,7 @@ fn assert_same_timer_message(ours: &rmqstore::engine::broker::timer::TimerMessag
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn timer_messages_pending_and_delivered_equal_the_java_answers() {
     use rmqstore::engine::broker::timer::TimerState;
     let Some((dir, _, java)) = timer_oracle() else {
@@ -1515,6 +1525,7 @@ fn timer_messages_pending_and_delivered_equal_the_java_answers() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn timer_messages_are_delivered_when_due_and_the_progress_persists() {
     let Some((dir, _, java)) = timer_oracle() else {
         return;
@@ -1558,6 +1569,7 @@ fn timer_messages_are_delivered_when_due_and_the_progress_persists() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn a_5x_put_with_a_timer_property_is_parked_on_the_timer_topic() {
     use rmqstore::format::timer::TIMER_TOPIC;
     let Some((dir, _, _)) = timer_oracle() else {
@@ -1624,6 +1636,7 @@ fn a_5x_put_with_a_timer_property_is_parked_on_the_timer_topic() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn timer_messages_are_exported_with_their_release_time_and_delivered_by_pull() {
     let Some((dir, _, java)) = timer_oracle() else {
         return;

@@ -106,6 +106,7 @@ fn uncompressed_shas(dir: &Path) -> HashMap<String, String> {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn dump_commitlog_lists_the_java_dump() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -196,6 +197,7 @@ fn dump_commitlog_lists_the_java_dump() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn dump_commitlog_from_count_topic_and_one_file() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -312,6 +314,7 @@ fn dump_commitlog_from_count_topic_and_one_file() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn closed_pipe_ends_quietly() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -340,6 +343,7 @@ fn closed_pipe_ends_quietly() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn look_message_by_offset_answers() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -434,6 +438,7 @@ fn manifest_puts(dir: &Path, max_phy: i64) -> Vec<(i64, String, Option<String>)>
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn every_manifest_message_is_found_by_msg_id() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -504,6 +509,7 @@ fn every_manifest_message_is_found_by_msg_id() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn msg_id_of_another_broker_and_unknown_ids() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -526,6 +532,7 @@ fn msg_id_of_another_broker_and_unknown_ids() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn query_key_equals_java_query_message() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -599,6 +606,7 @@ fn query_key_equals_java_query_message() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn query_by_time_equals_get_offset_in_queue_by_time() {
     let copy = basic49_with_file_times();
     let mut cases: Vec<(String, PathBuf, &str)> = Vec::new();
@@ -688,6 +696,7 @@ fn query_by_time_equals_get_offset_in_queue_by_time() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn tag_filters() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -759,6 +768,7 @@ fn tag_filters() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn query_by_queue_offset() {
     let Some(dir) = oracle("basic-5.x") else {
         return;
@@ -995,6 +1005,7 @@ fn dump_checkpoint_and_config_on_the_fixture() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn info_reports_counts_lag_delays_retries_and_transactions() {
     for name in ["basic-4.9", "basic-5.x"] {
         let Some(dir) = oracle(name) else { continue };
@@ -1107,6 +1118,7 @@ fn info_reports_counts_lag_delays_retries_and_transactions() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn key_query_in_a_time_window() {
     let Some(dir) = oracle("basic-4.9") else {
         return;

@@ -42,6 +42,8 @@ enum Line {
     TimerSlot(TimerSlot),
     Timercheck(Timercheck),
     Timers(Timers),
+    Note(Note),
+    Error(ErrorLine),
     Summary(Summary),
 }
 
@@ -71,6 +73,8 @@ impl Line {
             Line::TimerSlot(_) => "timer_slot",
             Line::Timercheck(_) => "timercheck",
             Line::Timers(_) => "timers",
+            Line::Note(_) => "note",
+            Line::Error(_) => "error",
             Line::Summary(_) => "summary",
         }
     }
@@ -219,6 +223,22 @@ struct Config {
     source: String,
     reason: Option<String>,
     content: Value,
+}
+
+/// A line for people on stderr (with `--json`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Note {
+    message: String,
+}
+
+/// The error that ended a run (exit 2), on stderr (with `--json`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ErrorLine {
+    message: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1318,7 +1338,7 @@ struct TraceSummary {
 // Running the binary
 
 /// What one run printed: every stdout line (each must be a JSON line of the schema), the JSON
-/// lines of stderr (other stderr lines are notes), the exit code.
+/// lines of stderr but its `note` lines, the exit code.
 struct Run {
     stdout: Vec<Line>,
     stderr: Vec<Line>,
@@ -1361,6 +1381,7 @@ fn run_args(args: &[std::ffi::OsString]) -> Run {
             .lines()
             .filter(|l| l.starts_with('{'))
             .map(|l| parse(l, &args, "stderr"))
+            .filter(|l| !matches!(l, Line::Note(_)))
             .collect(),
         code,
     }
@@ -1612,7 +1633,7 @@ fn every_writer(store: &Path, group: &str) {
     std::fs::write(&cl[0], &bytes).unwrap();
     let r = run!("verify", c, "--json");
     assert_eq!(r.code, 1);
-    let Summary::Verify(v) = r.report("verify", &["finding"]) else {
+    let Summary::Verify(v) = r.report("verify", &["finding", "recovery"]) else {
         unreachable!()
     };
     assert!(!v.healthy);
@@ -1789,6 +1810,7 @@ fn trace_fits_the_schema() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn the_oracle_stores_fit_the_schema() {
     let mut seen = 0;
     for name in ORACLES {
@@ -1826,6 +1848,7 @@ fn the_oracle_stores_fit_the_schema() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn the_timer_files_and_messages_fit_the_schema() {
     let Some(dir) = oracle("timer-5.x") else {
         assert!(
@@ -1926,6 +1949,8 @@ fn docs_name_every_field_of_every_type() {
     let sm = |cmd: &str| format!("#### `summary` of `{cmd}`");
     let sections: Vec<(String, &[&str])> = vec![
         (t("message"), fields_of::<Message>()),
+        (t("note"), fields_of::<Note>()),
+        (t("error"), fields_of::<ErrorLine>()),
         (t("unit"), fields_of::<Unit>()),
         (t("index_header"), fields_of::<IndexHeader>()),
         (t("index_header"), fields_of::<IndexHeaderFields>()),
@@ -2053,6 +2078,8 @@ fn docs_name_every_field_of_every_type() {
         "timer_slot",
         "timercheck",
         "timers",
+        "note",
+        "error",
         "summary",
     ] {
         section(&doc, &t(kind));
@@ -2102,5 +2129,104 @@ fn without_json_the_summary_of_a_stream_is_a_text_line_on_stderr() {
             stderr.lines().filter(|l| l.starts_with("-- ")).count() >= 1,
             "{args:?}: {stderr}"
         );
+    }
+}
+
+/// With `--json`, `2>&1 | jq` reads everything: every line of stdout and stderr together is a
+/// JSON line of the schema, notes (a limit reached, nothing found, a file written) and the
+/// error of a run that could not go on included.
+#[test]
+fn with_json_stdout_and_stderr_together_are_json_lines() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    copy_tree(&fixture("store-4.9"), &store);
+    let s = store.to_str().unwrap();
+    let runs: Vec<(Vec<&str>, i32)> = vec![
+        (vec!["dump", "commitlog", s, "--count", "3", "--json"], 0),
+        (
+            vec![
+                "dump",
+                "consumequeue",
+                s,
+                "-t",
+                "OrderTopic",
+                "--count",
+                "2",
+                "--json",
+            ],
+            0,
+        ),
+        (
+            vec![
+                "query",
+                s,
+                "-t",
+                "OrderTopic",
+                "-q",
+                "0",
+                "-o",
+                "999999",
+                "--json",
+            ],
+            1,
+        ),
+        (
+            vec![
+                "query",
+                s,
+                "-i",
+                "C0A8000A00002A9F00000000FFFFFFFF",
+                "--json",
+            ],
+            1,
+        ),
+        (
+            vec!["query", s, "-t", "NoSuchTopic", "-k", "k", "--json"],
+            2,
+        ),
+        (vec!["trace", s, "-k", "order-33", "--json"], 1),
+        (vec!["info", s, "--json"], 0),
+        (vec!["pending", s, "--json"], 0),
+        (vec!["verify", s, "--json"], 0),
+        (
+            vec![
+                "offsets",
+                s,
+                "set",
+                "-g",
+                "OrderGroup",
+                "-t",
+                "OrderTopic",
+                "--to",
+                "first",
+                "--apply",
+                "--json",
+            ],
+            0,
+        ),
+    ];
+    for (args, want) in runs {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg("\"$0\" \"$@\" 2>&1")
+            .arg(env!("CARGO_BIN_EXE_rmqstore"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let got = out.status.code().unwrap_or(-1);
+        assert!(
+            want == got || (want == 0 && got == 1),
+            "{args:?}: exit {got}: {text}"
+        );
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let lines: Vec<Line> = text.lines().map(|l| parse(l, &args, "2>&1")).collect();
+        assert!(!lines.is_empty(), "{args:?}");
+        if want == 2 {
+            assert!(
+                matches!(lines.last(), Some(Line::Error(_))),
+                "{args:?}: {text}"
+            );
+        }
     }
 }

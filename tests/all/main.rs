@@ -13,6 +13,7 @@ mod engine;
 mod inspect;
 mod json;
 mod oracle;
+mod pop;
 mod rebuild;
 mod repair;
 mod replay;

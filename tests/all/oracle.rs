@@ -40,7 +40,54 @@ fn with_ref<T>(raw: &[u8], pos: u64, f: impl FnOnce(&MessageRef<'_>) -> T) -> T 
     }
 }
 
+/// Under CI nothing may be ignored for want of data: the build found the oracle stores and the
+/// ali-ons client (so no test carrying the `ignore` attribute was ignored), and they are there.
 #[test]
+fn ci_has_its_data() {
+    if std::env::var_os("CI").is_none() {
+        return;
+    }
+    if !cfg!(rmqstore_oracle) {
+        panic!(
+            "CI: the build did not find the oracle stores at {}",
+            oracle_root().display()
+        );
+    }
+    if !cfg!(rmqstore_ali_ons) {
+        panic!("CI: the build did not find node and tests/clients/ali-ons/node_modules");
+    }
+    for name in ORACLES {
+        assert!(
+            oracle_in(&oracle_root(), name).is_some(),
+            "CI: {name} is absent"
+        );
+    }
+}
+
+/// The look-up the build and the tests share says absent for a root without the stores, and
+/// present once `<name>/store` is there.
+#[test]
+fn an_absent_oracle_is_found_absent() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("oracle");
+    assert_eq!(oracle_in(&root, "basic-4.9"), None);
+    std::fs::create_dir_all(root.join("basic-4.9")).unwrap();
+    assert_eq!(oracle_in(&root, "basic-4.9"), None, "no store/ inside");
+    std::fs::create_dir_all(root.join("basic-4.9/store")).unwrap();
+    assert_eq!(oracle_in(&root, "basic-4.9"), Some(root.join("basic-4.9")));
+    // and the build looked the same way at the real root
+    let here = ORACLES
+        .iter()
+        .all(|n| oracle_in(&oracle_root(), n).is_some());
+    assert_eq!(
+        cfg!(rmqstore_oracle),
+        here,
+        "touch build.rs after adding or removing the stores"
+    );
+}
+
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn every_record_matches_the_java_dump() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -123,6 +170,7 @@ fn every_record_matches_the_java_dump() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn every_manifest_put_is_found() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -215,6 +263,7 @@ fn every_manifest_put_is_found() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn every_consume_queue_unit_points_at_its_record() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -247,6 +296,7 @@ fn every_consume_queue_unit_points_at_its_record() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn queue_and_commitlog_bounds_match_java() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };
@@ -300,6 +350,7 @@ fn queue_and_commitlog_bounds_match_java() {
 /// Feed the oracle's records, in order, to our writer with the same file sizes: the commitlog
 /// and consume queue files come out byte-identical to the broker's.
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn writer_reproduces_the_broker_files() {
     for name in ORACLES {
         let Some(dir) = oracle(name) else { continue };

@@ -11,6 +11,7 @@ fn contents(dir: &Path) -> Vec<Vec<u8>> {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn rebuild_equals_the_brokers_files() {
     for name in ["basic-4.9", "basic-5.x"] {
         let Some(dir) = oracle(name) else { continue };
@@ -37,6 +38,7 @@ fn rebuild_equals_the_brokers_files() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn rebuild_of_the_crashed_store_matches_java_recovery() {
     let Some(dir) = oracle("crashed-4.9") else {
         return;
@@ -390,4 +392,42 @@ fn ctrl_c_stops_a_rebuild_and_removes_what_it_wrote() {
         .arg(&store)
         .assert()
         .success();
+}
+
+/// `--out` refuses a store whose commitlog walk stops before records that exist, as
+/// `--in-place` does (exit 1, nothing written): queues that miss those records must not pass for
+/// a good rebuild. `--force` writes them anyway.
+#[test]
+fn out_refuses_a_damaged_commitlog_unless_forced() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("s");
+    copy_tree(&fixture("store-4.9"), &store);
+    let f = store.join("commitlog/00000000000001048576");
+    let mut b = std::fs::read(&f).unwrap();
+    b[3] ^= 0x01; // the first record's size
+    std::fs::write(&f, b).unwrap();
+    let out = t.path().join("out");
+    let o = bin()
+        .arg("rebuild")
+        .arg(&store)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("refused") && text.contains("--force"),
+        "{text}"
+    );
+    assert!(!out.exists(), "a refused rebuild wrote {}", out.display());
+    bin()
+        .arg("rebuild")
+        .arg(&store)
+        .arg("--out")
+        .arg(&out)
+        .arg("--force")
+        .assert()
+        .success();
+    assert!(out.join("consumequeue").is_dir());
 }

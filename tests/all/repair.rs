@@ -399,6 +399,7 @@ fn config_damage() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_stores() {
     if let Some(dir) = oracle("crashed-4.9") {
         let r = check(&dir.join("store"), "crashed-4.9", |_| {});

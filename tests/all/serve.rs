@@ -1032,6 +1032,7 @@ fn acl_requires_signed_requests_and_non_loopback_requires_acl() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_queries_and_pulls_answer_as_the_java_store() {
     let Some(dir) = common::oracle("basic-4.9") else {
         return;

@@ -1011,6 +1011,7 @@ fn open_queue_by_keys(t: &Tmux, topic: &str, queue: usize) {
 /// The real binary on an oracle store: type keys, read the screen, quit, and the terminal
 /// comes back (no alternate screen left, the shell prompt is usable).
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn end_to_end_in_tmux() {
     let Some(dir) = oracle("basic-4.9") else {
         return;
@@ -1206,6 +1207,7 @@ fn tmux_pager_and_clipboard_leave_and_restore_the_screen() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn a_5x_timer_message_says_where_it_is_bound_and_when_it_is_released() {
     let Some(dir) = oracle("timer-5.x") else {
         return;

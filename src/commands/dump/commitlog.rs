@@ -58,6 +58,15 @@ pub(super) fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Resul
         more,
         problems,
     } = walked?;
+    // notes first: the summary is the last line of stderr (docs/json.md)
+    if more {
+        output::note_truncated(&format!(
+            "--count {limit} reached: more messages follow (continue with --from)"
+        ));
+    }
+    for p in &problems {
+        output::say(&p.to_string());
+    }
     printer.summary(
         "dump commitlog",
         json!({
@@ -68,14 +77,6 @@ pub(super) fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Resul
         }),
     )?;
     printer.flush()?;
-    if more {
-        output::note_truncated(&format!(
-            "--count {limit} reached: more messages follow (continue with --from)"
-        ));
-    }
-    for p in &problems {
-        eprintln!("rmqstore: {p}");
-    }
     Ok(if problems.is_empty() {
         ExitStatus::Success
     } else {

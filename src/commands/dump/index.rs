@@ -95,16 +95,15 @@ pub(super) fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitSt
             continue;
         }
         let Some(g) = geometry else {
-            eprintln!(
-                "rmqstore: {name}: slot and entry counts unknown (pass --index-slots and --index-entries); entries not shown"
-            );
+            output::say(&format!("{name}: slot and entry counts unknown (pass --index-slots and --index-entries); entries not shown"
+            ));
             status = ExitStatus::Findings;
             continue;
         };
         let file = match IndexFile::new(map, g) {
             Ok(f) => f,
             Err(e) => {
-                eprintln!("rmqstore: {}", e.in_file(p, 0));
+                output::say(&e.in_file(p, 0).to_string());
                 status = ExitStatus::Findings;
                 continue;
             }
@@ -120,7 +119,7 @@ pub(super) fn index(a: &IndexArgs, out: &mut dyn Write) -> anyhow::Result<ExitSt
             let (n, e) = match e {
                 Ok(x) => x,
                 Err(err) => {
-                    eprintln!("rmqstore: {}", err.in_file(p, 0));
+                    output::say(&err.in_file(p, 0).to_string());
                     status = ExitStatus::Findings;
                     break;
                 }

@@ -71,7 +71,8 @@ pub struct CommitlogArgs {
     /// A store root, or one commitlog file.
     pub path: PathBuf,
     /// Start at this commitlog offset (the first record at or after it).
-    #[arg(long, short = 'o', value_name = "OFFSET")]
+    #[arg(long, short = 'o', value_name = "OFFSET", allow_negative_numbers = true,
+          value_parser = super::output::parse_offset_arg::<u64>)]
     pub from: Option<u64>,
     /// Print at most N messages.
     #[arg(long, short = 'c', value_name = "N")]
@@ -102,7 +103,8 @@ pub struct ConsumeQueueArgs {
     #[arg(long, value_name = "Q")]
     pub queue: Option<i32>,
     /// First queue offset to print (default: the first unit of the queue's first file).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true,
+          value_parser = super::output::parse_offset_arg::<u64>)]
     pub from: Option<u64>,
     /// Print at most N units per queue.
     #[arg(long, value_name = "N")]

@@ -2,5 +2,6 @@
 //! consumer's semantics, and message traces.
 
 pub mod export;
+pub mod pop;
 pub mod replay;
 pub mod trace;

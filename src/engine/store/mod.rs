@@ -61,6 +61,22 @@ pub struct Store {
     pub index_odd: Vec<Entry>,
 }
 
+/// A folder with `commitlog/` or `consumequeue/` in it.
+fn is_root(dir: &Path) -> bool {
+    dir.join(paths::COMMITLOG).is_dir() || dir.join(paths::CONSUMEQUEUE).is_dir()
+}
+
+/// The store root `path` is a part of (a folder or file at most four levels below it, as
+/// `consumequeue/<topic>/<queue>/<file>`), for the hint of an open that was given the part.
+fn root_above(path: &Path) -> Option<PathBuf> {
+    let path = std::path::absolute(path).ok()?;
+    path.ancestors()
+        .skip(1)
+        .take(4)
+        .find(|a| is_root(a))
+        .map(Path::to_path_buf)
+}
+
 impl Store {
     /// Open a store root. Values missing from `inputs.flags`/`broker_conf` are inferred from
     /// the files (commitlog and consume queue file sizes, index slots and entries).
@@ -76,13 +92,17 @@ impl Store {
                     path,
                     kind: e.kind(),
                 },
-                Ok(_) => OpenError::NotADirectory { path },
+                Ok(_) => OpenError::NotADirectory {
+                    root: root_above(root),
+                    path,
+                },
             }
             .into());
         }
-        if !commitlog_dir.is_dir() && !root.join(paths::CONSUMEQUEUE).is_dir() {
+        if !is_root(root) {
             return Err(OpenError::NotAStoreRoot {
                 path: root.to_path_buf(),
+                root: root_above(root),
             }
             .into());
         }
@@ -407,6 +427,25 @@ mod tests {
             "{not}"
         );
         assert!(not.to_string().contains("not a RocketMQ store root"));
+        // a part of a store names the root it is in
+        for part in [
+            "config",
+            "commitlog",
+            "consumequeue/OrderTopic",
+            "commitlog/00000000000000000000",
+        ] {
+            let e = Store::open(&root.join(part), &GeometryInputs::default()).unwrap_err();
+            let root_is = |r: &Option<PathBuf>| {
+                r.as_deref().map(std::path::absolute).and_then(Result::ok)
+                    == Some(std::path::absolute(&root).unwrap())
+            };
+            assert!(
+                matches!(&e, Error::Open(OpenError::NotAStoreRoot { root: r, .. }
+                    | OpenError::NotADirectory { root: r, .. }) if root_is(r)),
+                "{part}: {e}"
+            );
+            assert!(e.to_string().contains("give that folder"), "{e}");
+        }
         let missing = Store::open(&root.join("nope"), &GeometryInputs::default()).unwrap_err();
         assert!(
             matches!(missing, Error::Open(OpenError::NoSuchDirectory { .. })),

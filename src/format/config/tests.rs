@@ -252,6 +252,7 @@ fn nesting_depth_is_limited() {
 // Oracle files written by real brokers.
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_files_round_trip_byte_identical() {
     let files = oracle_files();
     if files.is_empty() {
@@ -295,6 +296,7 @@ fn typed_round_trip<T: ConfigFile>(path: &Path) -> Option<T> {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_typed_round_trips_byte_identical() {
     let mut n = 0;
     for set in ORACLE_SETS {
@@ -314,6 +316,7 @@ fn oracle_typed_round_trips_byte_identical() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_typed_values() {
     let Some(dir) = oracle_dir("basic-4.9") else {
         return;
@@ -391,6 +394,7 @@ fn oracle_typed_values() {
 /// A 4.9 topics.json built from scratch (fresh `TopicConfig`s with the oracle's names and numbers)
 /// is byte-identical to the broker's file.
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn fresh_topics_json_matches_oracle_4_9() {
     for set in ["basic-4.9", "crashed-4.9"] {
         let Some(dir) = oracle_dir(set) else { return };
@@ -413,6 +417,7 @@ fn fresh_topics_json_matches_oracle_4_9() {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn group_topic_map_kept_when_current_and_rebuilt_when_stale() {
     let Some(dir5) = oracle_dir("basic-5.x") else {
         return;
@@ -672,6 +677,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
     fn truncated_oracle_files_are_errors(pick in any::<prop::sample::Index>(), cut in any::<prop::sample::Index>()) {
         let texts = oracle_texts();
         if texts.is_empty() {
@@ -685,6 +691,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
     fn corrupted_oracle_files_never_panic(pick in any::<prop::sample::Index>(), at in any::<prop::sample::Index>(), byte in any::<u8>()) {
         let texts = oracle_texts();
         if texts.is_empty() {

@@ -14,14 +14,23 @@ pub enum OpenError {
         path: PathBuf,
         kind: std::io::ErrorKind,
     },
-    #[error("{}: not a directory", path.display())]
-    NotADirectory { path: PathBuf },
-    /// A folder with neither `commitlog/` nor `consumequeue/` in it.
+    /// Not a folder; `root` is the store root it lies in, when it is a part of one.
+    #[error("{}: not a directory{}", path.display(), root_hint(.root))]
+    NotADirectory {
+        path: PathBuf,
+        root: Option<PathBuf>,
+    },
+    /// A folder with neither `commitlog/` nor `consumequeue/` in it; `root` is the store root
+    /// it lies in, when it is a part of one (`commitlog/`, `consumequeue/<topic>`, `config/`).
     #[error(
-        "{}: not a RocketMQ store root: neither commitlog/ nor consumequeue/ found",
-        path.display()
+        "{}: not a RocketMQ store root: neither commitlog/ nor consumequeue/ found{}",
+        path.display(),
+        root_hint(.root)
     )]
-    NotAStoreRoot { path: PathBuf },
+    NotAStoreRoot {
+        path: PathBuf,
+        root: Option<PathBuf>,
+    },
     #[error("{}: no such file or directory", path.display())]
     NoSuchFile { path: PathBuf },
     /// A file whose name and folders are not those of a store file.
@@ -39,10 +48,21 @@ impl OpenError {
         match self {
             OpenError::NoSuchDirectory { path }
             | OpenError::RootUnreadable { path, .. }
-            | OpenError::NotADirectory { path }
-            | OpenError::NotAStoreRoot { path }
+            | OpenError::NotADirectory { path, .. }
+            | OpenError::NotAStoreRoot { path, .. }
             | OpenError::NoSuchFile { path }
             | OpenError::NotAStoreFile { path } => path,
         }
+    }
+}
+
+/// `; it is inside the store root R (give R)`, or nothing.
+fn root_hint(root: &Option<PathBuf>) -> String {
+    match root {
+        Some(r) => format!(
+            "; it is part of the store root {} (give that folder)",
+            r.display()
+        ),
+        None => String::new(),
     }
 }

@@ -142,3 +142,19 @@ pub fn interrupted_at(pause: &str, args: &[&std::ffi::OsStr]) -> (Option<i32>, S
     err.read_to_string(&mut said).unwrap();
     (child.wait().unwrap().code(), said)
 }
+
+/// What stderr says for people: `--json` runs write their notes and errors as JSON lines
+/// (`note`, `error`), read here as their message; other lines as they are.
+pub fn said(stderr: &[u8]) -> String {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l)
+                .ok()
+                .filter(|v| v["type"] == "note" || v["type"] == "error")
+                .and_then(|v| v["message"].as_str().map(str::to_string))
+                .unwrap_or_else(|| l.to_string())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -51,6 +51,7 @@ fn reports_by_piece_size(root: &Path) -> Vec<serde_json::Value> {
 /// damaged copies (a changed body byte, a zeroed page, a broken size field, in the middle
 /// of a file) get the report they get with whole files.
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn pieces_give_the_report_of_whole_files() {
     let base = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut roots: Vec<PathBuf> = ["store-4.9", "store-5x"]

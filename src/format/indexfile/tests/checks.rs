@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use super::*;
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn infer_oracle_files() {
     for name in ["basic-4.9", "basic-5.x", "crashed-4.9"] {
         let Some(dir) = oracle_dir(name) else {
@@ -151,6 +152,7 @@ fn infer_empty_file_is_ambiguous() {
 // ---------------------------------------------------------------- checks
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn check_oracle_files_clean() {
     for name in ["basic-4.9", "basic-5.x", "crashed-4.9"] {
         let Some(dir) = oracle_dir(name) else {
@@ -367,6 +369,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
     fn mutated_oracle_never_panics(flips in proptest::collection::vec((0usize..84040, any::<u8>()), 1..20), cut in 0usize..84100) {
         let Some((mut bytes, g)) = oracle_sample() else { return Ok(()) };
         for (p, v) in flips {
@@ -378,6 +381,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
     fn mutated_header_never_panics(vals in proptest::collection::vec(any::<i32>(), 10)) {
         let Some((mut bytes, g)) = oracle_sample() else { return Ok(()) };
         for (i, v) in vals.iter().enumerate() {

@@ -40,16 +40,19 @@ fn check_queries(name: &str, queries_file: &str) {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_basic_49_queries() {
     check_queries("basic-4.9", "queries.json");
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_basic_5x_queries() {
     check_queries("basic-5.x", "queries.json");
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_query_order_and_limits() {
     let Some(dir) = oracle_dir("basic-4.9") else {
         return;
@@ -156,6 +159,7 @@ impl<B: AsRef<[u8]>> IndexFile<B> {
 /// keys hashes to the entry hash; from entry 2 on, `begin + diff*1000` is within 1000 ms below the
 /// record's store time; the header's end values are the last entry's record.
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_entries_match_records() {
     for name in ["basic-4.9", "basic-5.x"] {
         let Some(dir) = oracle_dir(name) else {
@@ -238,16 +242,19 @@ fn check_build(name: &str) {
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_basic_49_build_byte_identical() {
     check_build("basic-4.9");
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_basic_5x_build_byte_identical() {
     check_build("basic-5.x");
 }
 
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_write_to_and_from_file_round_trip() {
     let Some(dir) = oracle_dir("basic-5.x") else {
         return;
@@ -269,6 +276,7 @@ fn oracle_write_to_and_from_file_round_trip() {
 /// commitlog into a new file. We reproduce that recovery and then every answer exactly; the files
 /// as killed give the same answers too (they had indexed every record before the kill).
 #[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn oracle_crashed_49_recovery() {
     let Some(dir) = oracle_dir("crashed-4.9") else {
         return;
