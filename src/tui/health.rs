@@ -156,7 +156,13 @@ fn plan_lines(app: &App) -> Vec<Line<'static>> {
         Some(Ok(steps)) => steps
             .iter()
             .enumerate()
-            .map(|(i, s)| Line::from(format!("{}. {}", i + 1, utc_times(s))))
+            .map(|(i, s)| {
+                // the number is a label: the step wraps under its text
+                Line::from(vec![
+                    Span::raw(format!("{}. ", i + 1)),
+                    Span::raw(utc_times(s)),
+                ])
+            })
             .collect(),
     }
 }

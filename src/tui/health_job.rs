@@ -66,10 +66,7 @@ impl App {
         if self.health_state == HealthState::Done {
             let errors = self.error_count();
             if errors > 0 {
-                parts.push(format!(
-                    "verify: {}, H shows them",
-                    count_of(errors, "error")
-                ));
+                parts.push(format!("verify: {} (H)", count_of(errors, "error")));
             }
         } else if matches!(self.health_state, HealthState::Running { .. }) && !parts.is_empty() {
             parts.push("verify running".into());

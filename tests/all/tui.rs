@@ -1503,7 +1503,7 @@ fn an_uncleanly_stopped_damaged_store_warns_on_its_first_screen() {
     let errors = a.error_count();
     assert!(errors >= 1, "{:#?}", a.health);
     let s = screen(&mut a, 80, 24);
-    let said = format!("verify: {}, H shows them", count_of(errors, "error"));
+    let said = format!("verify: {} (H)", count_of(errors, "error"));
     assert!(s[0].contains(&said), "{s:#?}");
     assert!(has(&s, "verify found 1 error") || errors > 1, "{s:#?}");
     key(&mut a, KeyCode::Char('H'));
