@@ -199,8 +199,9 @@ impl App {
                 "{asked}: queue offset {at}, stored {} before it: {rule}",
                 duration(ts - stored)
             ),
+            // the first stored after it, by either rule
             std::cmp::Ordering::Greater => format!(
-                "{asked}: queue offset {at}, stored {} after it: {rule}",
+                "{asked}: queue offset {at}, the first message stored after it ({} later)",
                 duration(stored - ts)
             ),
         }
