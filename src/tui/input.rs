@@ -217,12 +217,16 @@ enum Asked {
 /// A span of milliseconds in words: `215 ms`, `3.2 s`, `5 min 3 s`, `2 h 5 min`, `3 d 4 h`.
 pub fn duration(ms: i64) -> String {
     let s = ms / 1000;
-    match ms {
-        ..1000 => format!("{ms} ms"),
-        ..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
-        ..3_600_000 => format!("{} min {} s", s / 60, s % 60),
-        ..86_400_000 => format!("{} h {} min", s / 3600, s % 3600 / 60),
-        _ => format!("{} d {} h", s / 86_400, s % 86_400 / 3600),
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{:.1} s", ms as f64 / 1000.0)
+    } else if ms < 3_600_000 {
+        format!("{} min {} s", s / 60, s % 60)
+    } else if ms < 86_400_000 {
+        format!("{} h {} min", s / 3600, s % 3600 / 60)
+    } else {
+        format!("{} d {} h", s / 86_400, s % 86_400 / 3600)
     }
 }
 
