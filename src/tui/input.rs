@@ -79,12 +79,12 @@ impl App {
         let n = hits.len();
         self.results_title = if capped > 0 {
             format!(
-                "'{text}': {n} shown ({how}), lookup capped at {INDEX_LOOKUP_MAX} per topic \
-                 (maxMsgsNumBatch) in {}: more may exist (rmqstore query --key {text} --scan)",
+                "'{text}': {n} shown, lookup capped at {INDEX_LOOKUP_MAX} per topic (maxMsgsNumBatch) \
+                 in {}: more may exist (query --key {text} --scan)",
                 count_of(capped, "topic")
             )
         } else if scan_capped {
-            format!("'{text}': {n} shown, the scan stops at {SCAN_MAX}: more may exist (rmqstore query --scan)")
+            format!("'{text}': {n} shown, the scan stops at {SCAN_MAX}: more may exist (query --key {text} --scan)")
         } else {
             format!("'{text}': {n} found ({how})")
         };
