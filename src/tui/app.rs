@@ -239,7 +239,7 @@ impl App {
         let reader = Arc::new(Reader::new(store));
         let (jobs_tx, jobs_rx) = channel();
         let view = load_view(store);
-        App {
+        let mut app = App {
             reader,
             screen: Screen::Topics,
             back: Vec::new(),
@@ -290,7 +290,15 @@ impl App {
             cancel: Arc::new(AtomicBool::new(false)),
             progress: Arc::new(AtomicU64::new(0)),
             progress_total: Arc::new(AtomicU64::new(0)),
+        };
+        if store.abort.present {
+            // an unclean stop is when damage is likely: check the store from the start
+            app.start_health();
+            app.status = "the broker did not shut down cleanly (abort file present): verify runs \
+                in the background; H shows its findings"
+                .into();
         }
+        app
     }
 
     pub fn store(&self) -> &'static Store {
@@ -423,7 +431,7 @@ impl App {
             KeyCode::Char('C') => self.copy_body(),
             KeyCode::Char('p') => self.page_body(),
             KeyCode::Char('y') => self.save_prompt(),
-            KeyCode::Char('H') => self.start_health(),
+            KeyCode::Char('H') => self.health_key(),
             KeyCode::Char('r') if self.screen == Screen::Health => {
                 self.show_recovery = !self.show_recovery
             }

@@ -10,6 +10,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use super::app::{App, BodyView};
+use super::columns::cut;
 use super::time::format_utc as time;
 use super::traces::pane_lines;
 use super::ui::wrap;
@@ -456,10 +457,34 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, area: Rect) {
         super::app::DetailSource::Results => " message (n/N: next/previous result) ",
         super::app::DetailSource::Elsewhere => " message ",
     };
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .title(cut(title, inner_width));
+    if let Some(more) = more_marker(&lines, app.detail_scroll as usize, inner_height) {
+        block = block.title_bottom(Line::from(cut(&more, inner_width)).right_aligned());
+    }
     f.render_widget(
         Paragraph::new(lines)
-            .block(Block::default().borders(Borders::ALL).title(title))
+            .block(block)
             .scroll((app.detail_scroll, 0)),
         area,
     );
+}
+
+/// The marker on the bottom border when lines are below the fold: ` ↓ more: PgDn `, naming the
+/// body when it has not come into view yet.
+pub fn more_marker(lines: &[Line<'_>], scroll: usize, height: usize) -> Option<String> {
+    let below = lines.len().saturating_sub(scroll + height);
+    if below == 0 {
+        return None;
+    }
+    let body = lines.iter().position(|l| {
+        l.spans
+            .first()
+            .is_some_and(|s| s.content.starts_with("body ("))
+    });
+    Some(match body {
+        Some(b) if b >= scroll + height => format!(" ↓ body and {below} more lines below: PgDn "),
+        _ => format!(" ↓ {below} more lines: PgDn "),
+    })
 }

@@ -10,7 +10,8 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::Frame;
 
 use super::app::{count_of, App, HealthState};
-use super::columns::Column;
+use super::columns::{cut, Column};
+use super::time::format_utc;
 use super::ui::{list, wrap};
 use crate::format::finding::{Finding, Location, Severity};
 
@@ -40,10 +41,20 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App, area: Rect) {
             0,
         )
     };
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .title(cut(title, inner));
+    let height = bottom.height.saturating_sub(2) as usize;
+    if lines.len() > scroll as usize + height {
+        let more = if app.show_recovery {
+            " ↓ more: arrows, PgDn "
+        } else {
+            " ↓ more "
+        };
+        block = block.title_bottom(Line::from(more).right_aligned());
+    }
     f.render_widget(
-        Paragraph::new(lines)
-            .scroll((scroll, 0))
-            .block(Block::default().borders(Borders::ALL).title(title)),
+        Paragraph::new(lines).scroll((scroll, 0)).block(block),
         bottom,
     );
 }
@@ -75,7 +86,7 @@ fn findings(f: &mut Frame<'_>, app: &App, area: Rect) {
         Column::new("SEVERITY", 8, 1),
         Column::new("CODE", 10, 2),
         Column::new("WHERE", 12, 1),
-        Column::new("WHAT", 20, 0),
+        Column::text("WHAT", 30),
     ];
     let style = |r: usize, c: usize| {
         if c != 0 {
@@ -145,7 +156,71 @@ fn plan_lines(app: &App) -> Vec<Line<'static>> {
         Some(Ok(steps)) => steps
             .iter()
             .enumerate()
-            .map(|(i, s)| Line::from(format!("{}. {s}", i + 1)))
+            .map(|(i, s)| {
+                // the number is a label: the step wraps under its text
+                Line::from(vec![
+                    Span::raw(format!("{}. ", i + 1)),
+                    Span::raw(utc_times(s)),
+                ])
+            })
             .collect(),
+    }
+}
+
+/// A plan step as the browser words it: each `...Timestamp N` (epoch ms) in UTC with the ms in
+/// brackets (`physicMsgTimestamp 2026-11-30 00:53:21.485 UTC [1796073201485]`), and offset
+/// ranges with both ends (`5..=9`, `5..10`) as `5-9`.
+pub fn utc_times(step: &str) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut after_name = false;
+    for word in step.split(' ') {
+        let digits = word.trim_end_matches([')', ',', ';', ':']);
+        let ms = digits.parse::<i64>().ok().filter(|&ms| ms > 0);
+        let rest = &word[digits.len()..];
+        if let Some(range) = both_ends(digits) {
+            out.push(format!("{range}{rest}"));
+            after_name = false;
+            continue;
+        }
+        match ms {
+            Some(ms) if after_name => out.push(format!(
+                "{} UTC [{ms}]{}",
+                format_utc(ms),
+                &word[digits.len()..]
+            )),
+            _ => out.push(word.to_string()),
+        }
+        after_name = word.ends_with("Timestamp");
+    }
+    out.join(" ")
+}
+
+/// `a..=b` and `a..b` (b > a) as `a-b` with `b` included; `None` for anything else.
+fn both_ends(word: &str) -> Option<String> {
+    let (a, b) = word.split_once("..")?;
+    let a: u64 = a.parse().ok()?;
+    let last = match b.strip_prefix('=') {
+        Some(b) => b.parse::<u64>().ok()?,
+        None => b.parse::<u64>().ok()?.checked_sub(1)?,
+    };
+    Some(format!("{a}-{last}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_timestamps_are_shown_in_utc_with_the_ms() {
+        assert_eq!(
+            utc_times("checkpoint: physicMsgTimestamp 1250, indexMsgTimestamp 0 (getMinTimestamp 1000)"),
+            "checkpoint: physicMsgTimestamp 1970-01-01 00:00:01.250 UTC [1250], indexMsgTimestamp 0 \
+             (getMinTimestamp 1970-01-01 00:00:01.000 UTC [1000])"
+        );
+        assert_eq!(utc_times("cut at offset 1250"), "cut at offset 1250");
+        assert_eq!(
+            utc_times("(3 entries, offsets 0..=16, x) at offsets 5..10 again"),
+            "(3 entries, offsets 0-16, x) at offsets 5-9 again"
+        );
     }
 }

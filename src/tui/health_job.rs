@@ -4,10 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::app::{count_of, App, HealthState, Job};
+use super::app::{count_of, App, HealthState, Job, Screen};
 use crate::engine::check::recovery::plan as recovery_plan;
 use crate::engine::check::verify::{verify, VerifyOptions};
-use crate::format::finding::{Finding, Location};
+use crate::format::finding::{Finding, Location, Severity};
 
 impl App {
     pub(super) fn jump_to_finding(&mut self, f: &Finding) {
@@ -41,6 +41,45 @@ impl App {
                 );
             }
         }
+    }
+
+    /// `H`: the health screen, verify started when it has not run; on the health screen, verify
+    /// again.
+    pub(super) fn health_key(&mut self) {
+        if self.screen == Screen::Health {
+            self.start_health();
+            return;
+        }
+        self.go(Screen::Health);
+        if self.health_state == HealthState::NotStarted {
+            self.start_health();
+        }
+    }
+
+    /// What the title line warns of: an unclean shutdown (the abort file), and the errors a
+    /// verify found.
+    pub fn store_alert(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.store().abort.present {
+            parts.push("unclean shutdown (abort file)".to_string());
+        }
+        if self.health_state == HealthState::Done {
+            let errors = self.error_count();
+            if errors > 0 {
+                parts.push(format!("verify: {} (H)", count_of(errors, "error")));
+            }
+        } else if matches!(self.health_state, HealthState::Running { .. }) && !parts.is_empty() {
+            parts.push("verify running".into());
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Findings of severity error.
+    pub fn error_count(&self) -> usize {
+        self.health
+            .iter()
+            .filter(|f| f.severity == Severity::Error)
+            .count()
     }
 
     /// Run `verify` and plan the recovery on a worker thread; the health screen fills in.
@@ -98,9 +137,18 @@ impl App {
         while let Ok(job) = self.jobs_rx.try_recv() {
             match job {
                 Job::Health(Ok(f)) => {
-                    self.status = format!("health: {}", count_of(f.len(), "finding"));
                     self.show_recovery = f.is_empty();
                     self.health = f;
+                    let errors = self.error_count();
+                    self.status = if self.screen != Screen::Health && errors > 0 {
+                        format!(
+                            "verify found {} ({} in all): H shows them",
+                            count_of(errors, "error"),
+                            count_of(self.health.len(), "finding")
+                        )
+                    } else {
+                        format!("health: {}", count_of(self.health.len(), "finding"))
+                    };
                     self.health_state = HealthState::Done;
                     self.clamp_selection();
                 }

@@ -10,8 +10,8 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, 
 use ratatui::Frame;
 
 use super::app::{count_of, plural, sort_names, App, InputKind, Screen};
-use super::columns::{cut, fit, Column, SPACING};
-use super::keys::{hints, HELP};
+use super::columns::{cut, cut_front, fit, width_of, Column, SPACING};
+use super::keys::{key_bar, HELP};
 use super::time::{format_utc, ZONE};
 use super::{detail, health};
 
@@ -41,24 +41,34 @@ pub fn draw(f: &mut Frame<'_>, app: &mut App) {
         Screen::Results => results(f, app, main),
         Screen::Help => help(f, app, main),
     }
+    let lines = status_lines(app, status.width);
+    if lines.len() > 1 {
+        // a long message takes the line of the selected row too
+        f.render_widget(Paragraph::new(lines), selection.union(status));
+    } else {
+        f.render_widget(
+            Paragraph::new(Line::from(Span::styled(
+                cut(&selected_text(app), selection.width),
+                Style::new().add_modifier(Modifier::DIM),
+            ))),
+            selection,
+        );
+        f.render_widget(Paragraph::new(lines), status);
+    }
     f.render_widget(
         Paragraph::new(Line::from(Span::styled(
-            cut(&selected_text(app), selection.width),
-            Style::new().add_modifier(Modifier::DIM),
-        ))),
-        selection,
-    );
-    f.render_widget(Paragraph::new(status_line(app)), status);
-    f.render_widget(
-        Paragraph::new(Line::from(Span::styled(
-            cut(hints(app.screen), keys.width),
+            key_bar(app.screen, keys.width),
             Style::new().add_modifier(Modifier::REVERSED),
         ))),
         keys,
     );
 }
 
-fn status_line(app: &App) -> Line<'static> {
+/// The status in `width` cells: one line, or two (wrapped at words) for a message longer than
+/// the line, the second ending in `…` when even two do not hold it. On the input line the
+/// prompt gives way to what is typed, and a long text shows its end (where the cursor is)
+/// after a `…`.
+fn status_lines(app: &App, width: u16) -> Vec<Line<'static>> {
     match &app.input {
         Some((kind, text)) => {
             let what = match kind {
@@ -68,18 +78,37 @@ fn status_line(app: &App) -> Line<'static> {
                 InputKind::ListFilter => "show rows containing",
                 InputKind::SavePath => "save the message as JSON to",
             };
-            Line::from(vec![
-                Span::styled(format!("{what}: "), Style::new().fg(Color::Yellow)),
-                Span::raw(text.clone()),
+            let prompt = format!("{what}: ");
+            // the cursor takes a cell; the typed text keeps at least half the line
+            let room = width.saturating_sub(1);
+            let typed = width_of(text);
+            let text_room = typed.min(room.saturating_sub(width_of(&prompt)).max(room / 2));
+            let prompt = cut(&prompt, room - text_room);
+            let text = cut_front(text, text_room);
+            vec![Line::from(vec![
+                Span::styled(prompt, Style::new().fg(Color::Yellow)),
+                Span::raw(text),
                 Span::styled("_", Style::new().add_modifier(Modifier::SLOW_BLINK)),
-            ])
+            ])]
         }
         None => {
             let mut text = app.status.clone();
             if let Some(s) = &app.page_scan {
                 text = format!("scanning… {} offsets scanned (Esc stops)", s.scanned);
             }
-            Line::from(Span::styled(text, Style::new().fg(Color::Cyan)))
+            let style = Style::new().fg(Color::Cyan);
+            let mut rows: Vec<String> = wrap(vec![Line::from(text.clone())], width)
+                .iter()
+                .map(|l| l.to_string())
+                .collect();
+            if rows.len() > 2 {
+                let rest = text.get(rows[0].len()..).unwrap_or_default().trim_start();
+                rows.truncate(1);
+                rows.push(cut(rest, width));
+            }
+            rows.into_iter()
+                .map(|r| Line::from(Span::styled(r, style)))
+                .collect()
         }
     }
 }
@@ -98,10 +127,9 @@ fn selected_text(app: &App) -> String {
         }),
         Screen::Queues => app.queue().map_or(String::new(), |q| {
             format!(
-                "queue {}: offsets {}..{}; lag {}",
+                "queue {}: {}; lag {}",
                 q.id,
-                q.min,
-                q.max,
+                queue_span(q.min, q.max),
                 lag_text(&q.lags)
             )
         }),
@@ -174,6 +202,28 @@ fn selected_text(app: &App) -> String {
     }
 }
 
+/// A queue's offsets `[min, max)` in words, both ends included: `0-525`, or `none` when empty.
+pub fn offset_range(min: u64, max: u64) -> String {
+    if max > min {
+        format!("{min}-{}", max - 1)
+    } else {
+        "none".into()
+    }
+}
+
+/// `offsets 0-525 (526 messages)`, or `no messages (the next is offset 40)`.
+pub fn queue_span(min: u64, max: u64) -> String {
+    if max > min {
+        format!(
+            "offsets {} ({})",
+            offset_range(min, max),
+            count_of((max - min) as usize, "message")
+        )
+    } else {
+        format!("no messages (the next is offset {max})")
+    }
+}
+
 fn lag_text(lags: &[(String, i64)]) -> String {
     if lags.is_empty() {
         return "none (no group has an offset here)".into();
@@ -205,18 +255,32 @@ fn title_line(app: &App, width: u16) -> Line<'static> {
         Screen::Help => "help".into(),
     };
     let head = " rmqstore ";
-    let rest = width.saturating_sub(head.len() as u16 + 1);
-    let text = format!(" {where_}   {}", app.store().root.display());
-    Line::from(vec![
-        Span::styled(
-            head,
+    let mut spans = vec![Span::styled(
+        head,
+        Style::new()
+            .fg(Color::Black)
+            .bg(Color::Cyan)
+            .add_modifier(Modifier::BOLD),
+    )];
+    let mut rest = width.saturating_sub(width_of(head) + 1);
+    if let Some(alert) = app.store_alert() {
+        // what is wrong with the store comes before where the browser is
+        let alert = cut(&format!(" ! {alert} "), rest);
+        rest = rest.saturating_sub(width_of(&alert));
+        spans.push(Span::styled(
+            alert,
             Style::new()
-                .fg(Color::Black)
-                .bg(Color::Cyan)
+                .fg(Color::White)
+                .bg(Color::Red)
                 .add_modifier(Modifier::BOLD),
-        ),
-        Span::styled(cut(&text, rest), Style::new().add_modifier(Modifier::BOLD)),
-    ])
+        ));
+    }
+    let text = format!(" {where_}   {}", app.store().root.display());
+    spans.push(Span::styled(
+        cut(&text, rest),
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    Line::from(spans)
 }
 
 fn block(title: String) -> Block<'static> {
@@ -374,7 +438,8 @@ fn messages(f: &mut Frame<'_>, app: &App, area: Rect) {
     let rows: Vec<Vec<String>> = visible.iter().map(|r| r.cells()).collect();
     let q = app.list_queue();
     let shown = match (first, last) {
-        (Some(a), Some(b)) => format!("offsets {a}..={b}"),
+        (Some(a), Some(b)) if a == b => format!("offset {a}"),
+        (Some(a), Some(b)) => format!("offsets {a}-{b}"),
         _ => "no messages".into(),
     };
     let filter = match (&app.msg_filter, &app.filter_count) {
@@ -401,9 +466,8 @@ fn messages(f: &mut Frame<'_>, app: &App, area: Rect) {
         _ => String::new(),
     };
     let title = format!(
-        " {shown} of {}..{}{filter}{} ",
-        q.map_or(0, |q| q.min),
-        q.map_or(0, |q| q.max),
+        " {shown} of {}{filter}{} ",
+        q.map_or("no queue".into(), |q| offset_range(q.min, q.max)),
         filter_note(app)
     );
     let columns = [
@@ -569,7 +633,10 @@ fn help(f: &mut Frame<'_>, app: &mut App, area: Rect) {
     );
 }
 
-/// Lines split to fit `width` cells (styles kept), so a view knows its own height.
+/// Lines split to fit `width` cells (styles kept), so a view knows its own height. Lines break
+/// after a space where they have one and inside a word (a long path) only where they have none;
+/// no character is lost but the space a line breaks at. A line led by a label span (ending in a
+/// space, at most half the width) continues under its value.
 pub fn wrap(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
     let width = width.max(1) as usize;
     let mut out = Vec::with_capacity(lines.len());
@@ -578,57 +645,54 @@ pub fn wrap(lines: Vec<Line<'static>>, width: u16) -> Vec<Line<'static>> {
             out.push(line);
             continue;
         }
-        if line.spans.len() == 1 && line.spans[0].content.is_ascii() {
-            // one run of text: break between words where it can
-            let style = line.spans[0].style;
-            let text = line.spans[0].content.to_string();
-            for piece in word_wrap(&text, width) {
-                out.push(Line::from(Span::styled(piece, style)));
+        let indent = match line.spans.first() {
+            Some(label)
+                if line.spans.len() > 1
+                    && label.content.ends_with(' ')
+                    && label.width() * 2 <= width =>
+            {
+                label.width()
             }
-            continue;
-        }
-        let mut current: Vec<Span<'static>> = Vec::new();
-        let mut used = 0usize;
-        for span in line.spans {
-            let mut piece = String::new();
+            _ => 0,
+        };
+        let blank = || vec![(' ', Style::new(), 1usize); indent];
+        let used = |row: &[(char, Style, usize)]| row.iter().map(|c| c.2).sum::<usize>();
+        let mut rows: Vec<Vec<(char, Style, usize)>> = Vec::new();
+        let mut row = Vec::new();
+        for span in &line.spans {
             for c in span.content.chars() {
-                let w = if c.is_ascii() {
-                    1
-                } else {
-                    Span::raw(c.to_string()).width()
-                };
-                if used + w > width {
-                    current.push(Span::styled(std::mem::take(&mut piece), span.style));
-                    out.push(Line::from(std::mem::take(&mut current)));
-                    used = 0;
+                let w = width_of(c.encode_utf8(&mut [0; 4])) as usize;
+                if used(&row) + w > width {
+                    if c == ' ' {
+                        // the space is the break
+                        rows.push(std::mem::replace(&mut row, blank()));
+                        continue;
+                    }
+                    let carry = match row.iter().rposition(|x| x.0 == ' ') {
+                        Some(i) if i >= indent.max(1) => row.split_off(i + 1),
+                        _ => Vec::new(),
+                    };
+                    rows.push(std::mem::replace(&mut row, blank()));
+                    row.extend(carry);
+                    if used(&row) + w > width {
+                        rows.push(std::mem::take(&mut row));
+                    }
                 }
-                piece.push(c);
-                used += w;
-            }
-            if !piece.is_empty() {
-                current.push(Span::styled(piece, span.style));
+                row.push((c, span.style, w));
             }
         }
-        if !current.is_empty() {
-            out.push(Line::from(current));
+        rows.push(row);
+        for row in rows {
+            let mut spans: Vec<Span<'static>> = Vec::new();
+            for (c, style, _) in row {
+                match spans.last_mut() {
+                    Some(last) if last.style == style => last.content.to_mut().push(c),
+                    _ => spans.push(Span::styled(c.to_string(), style)),
+                }
+            }
+            out.push(Line::from(spans));
         }
     }
-    out
-}
-
-/// ASCII text in lines of at most `width` characters, broken after spaces where possible.
-fn word_wrap(text: &str, width: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while rest.len() > width {
-        let cut = rest[..=width]
-            .rfind(' ')
-            .filter(|&i| i > 0)
-            .map_or(width, |i| i + 1);
-        out.push(rest[..cut].to_string());
-        rest = &rest[cut..];
-    }
-    out.push(rest.to_string());
     out
 }
 
@@ -636,12 +700,44 @@ fn word_wrap(text: &str, width: usize) -> Vec<String> {
 mod tests {
     use super::*;
 
+    fn texts(lines: &[Line<'_>]) -> Vec<String> {
+        lines.iter().map(|l| l.to_string()).collect()
+    }
+
     #[test]
     fn wrap_breaks_between_words_and_splits_long_words() {
-        assert_eq!(word_wrap("one two three", 8), ["one two ", "three"]);
-        assert_eq!(word_wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        let lines = wrap(vec![Line::from("one two three")], 8);
+        assert_eq!(texts(&lines), ["one two ", "three"]);
+        let lines = wrap(vec![Line::from("abcdefghij")], 4);
+        assert_eq!(texts(&lines), ["abcd", "efgh", "ij"]);
         let lines = wrap(vec![Line::from("first copy C0A8000A00002A9F")], 16);
-        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        assert_eq!(text, ["first copy ", "C0A8000A00002A9F"]);
+        assert_eq!(texts(&lines), ["first copy ", "C0A8000A00002A9F"]);
+    }
+
+    #[test]
+    fn a_labelled_line_wraps_at_words_under_its_value() {
+        let line = Line::from(vec![
+            Span::styled("what    ", Style::new().fg(Color::Yellow)),
+            Span::raw("record at commitlog offset 51725: BODYCRC is 1404705573"),
+        ]);
+        let lines = wrap(vec![line], 30);
+        assert_eq!(
+            texts(&lines),
+            [
+                "what    record at commitlog ",
+                "        offset 51725: BODYCRC ",
+                "        is 1404705573",
+            ]
+        );
+        assert!(lines.iter().all(|l| l.width() <= 30));
+        // a path longer than the line breaks inside, nothing lost
+        let path = "consumequeue/OrderTopic/0/00000000000000000000";
+        let line = Line::from(vec![
+            Span::raw("file    "),
+            Span::raw(format!("{path} at byte 40")),
+        ]);
+        let lines = wrap(vec![line], 30);
+        let joined: String = texts(&lines).iter().map(|l| l.trim_start()).collect();
+        assert_eq!(joined, format!("file    {path} at byte 40"));
     }
 }

@@ -15,7 +15,7 @@ use rmqstore::engine::Store;
 use rmqstore::format::commitlog::prop;
 use rmqstore::format::finding::Location;
 use rmqstore::format::geometry::GeometryInputs;
-use rmqstore::tui::app::{BodyView, DetailSource, HealthState, Screen, TerminalRequest};
+use rmqstore::tui::app::{count_of, BodyView, DetailSource, HealthState, Screen, TerminalRequest};
 use rmqstore::tui::time::format_utc;
 use rmqstore::tui::{ui, App};
 
@@ -1309,4 +1309,318 @@ fn enter_on_a_finding_goes_to_its_record_or_queue_unit() {
     assert_eq!(a.screen, Screen::Messages);
     assert_eq!(a.msg_sel, 5);
     assert_eq!(a.queue().map(|q| q.id), Some(0));
+}
+
+/// A copy of the fixture at `<tmp>/store` with one body bit of OrderTopic/0's unit 3 flipped
+/// (`commitlog.crc_mismatch`); its root and the record's commitlog offset.
+fn damaged_copy(tmp: &Path) -> (PathBuf, u64) {
+    let root = tmp.join("store");
+    common::copy_tree(&fixture("store-4.9"), &root);
+    let store = Store::open(&root, &GeometryInputs::default()).unwrap();
+    let cq = store.queue("OrderTopic", 0).unwrap();
+    let rec = cq.unit_at(3).unwrap().unwrap().offset as u64;
+    let r = rmqstore::engine::store::reader::Reader::new(&store);
+    let m = r.message_at(rec).unwrap().unwrap();
+    let body_at = rec as usize + m.message.body_len_pos + 4;
+    let seg = root.join("commitlog/00000000000000000000");
+    let mut cl = std::fs::read(&seg).unwrap();
+    cl[body_at] ^= 0x20;
+    std::fs::write(&seg, &cl).unwrap();
+    (root, rec)
+}
+
+/// The rows of the screen between the list and the key bar: the selected row's line and the
+/// status line.
+fn status_rows(s: &[String]) -> String {
+    s[s.len() - 3..s.len() - 1].join("\n")
+}
+
+#[test]
+fn a_long_status_takes_two_lines_and_what_is_cut_ends_in_an_ellipsis() {
+    let mut a = app(&fixture("store-4.9"));
+    let words: Vec<String> = (0..12).map(|i| format!("word{i:02}")).collect();
+    // fits two lines at 80: shown whole, broken between words
+    a.status = words.join(" ");
+    a.status.push_str(&" more words".repeat(4));
+    let s = screen(&mut a, 80, 24);
+    let rows = status_rows(&s);
+    for w in &words {
+        assert!(rows.contains(w.as_str()), "{w} cut: {rows}");
+    }
+    assert!(!rows.contains('…'), "{rows}");
+    // longer than two lines: the second ends in an ellipsis
+    a.status = format!(
+        "{}/commitlog/00000000000000000000 byte 250003217: no readable record starts there {}",
+        "/data/rocketmq/store".repeat(4),
+        words.join(" ")
+    );
+    let s = screen(&mut a, 80, 24);
+    let rows: Vec<&str> = s[21..23].iter().map(|l| l.trim_end()).collect();
+    assert!(rows[1].ends_with('…'), "{rows:#?}");
+    assert!(rows.iter().all(|r| r.chars().count() <= 80));
+    // a short status leaves the selected row's line alone
+    a.status = "short".into();
+    let s = screen(&mut a, 80, 24);
+    assert!(s[21].contains("topic AuditTopic"), "{s:#?}");
+    assert!(s[22].starts_with("short"), "{s:#?}");
+    // the input line keeps the end of what is typed in view
+    key(&mut a, KeyCode::Char('F'));
+    typed(&mut a, &"k".repeat(100));
+    typed(&mut a, "END");
+    let s = screen(&mut a, 80, 24);
+    let line = s[22].trim_end();
+    assert!(line.ends_with("END_"), "{line}");
+    assert!(line.contains('…'), "{line}");
+}
+
+#[test]
+fn the_health_list_uses_a_wide_screen_for_the_file_and_wraps_the_finding_at_words() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, rec) = damaged_copy(tmp.path());
+    let mut a = app(&root);
+    key(&mut a, KeyCode::Tab);
+    key(&mut a, KeyCode::Tab);
+    wait_for_health(&mut a);
+    let i = a
+        .health
+        .iter()
+        .position(|f| f.code.as_str() == "commitlog.crc_mismatch")
+        .unwrap_or_else(|| panic!("{:#?}", a.health));
+    a.health_sel = a.health_order().iter().position(|&j| j == i).unwrap();
+    let f = a.health[i].clone();
+    let s = screen(&mut a, 200, 50);
+    let row = s.iter().find(|l| l.contains("> ")).unwrap();
+    assert!(
+        row.contains(&format!("commitlog/00000000000000000000@{}", f.offset))
+            && row.contains("commitlog.crc_mismatch"),
+        "{row}"
+    );
+    assert!(f.offset >= rec);
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        // every word of the finding whole on some line (none broken across two)
+        for word in f.message.split(' ') {
+            assert!(has(&s, word), "{word:?} broken at {w}: {s:#?}");
+        }
+        // the text goes on under the value, clear of the label column
+        let what = s.iter().position(|l| l.contains("│what    ")).unwrap();
+        if w == 80 {
+            assert!(s[what + 1].starts_with("│        "), "{s:#?}");
+        }
+    }
+}
+
+#[test]
+fn the_message_list_key_bar_and_range_title_read_plainly() {
+    let mut a = app(&fixture("store-4.9"));
+    a.open_queue("OrderTopic", 0, 0);
+    let max = a.list_queue().unwrap().max;
+    for (w, h) in SIZES {
+        let s = screen(&mut a, w, h);
+        let bar = s[h as usize - 1].trim_end();
+        assert!(bar.ends_with("? help") || bar.ends_with("q quit"), "{bar}");
+        assert!(bar.contains("? help"), "{bar}");
+        assert!(!bar.contains('…'), "{bar}");
+        assert!(has(&s, &format!(" of 0-{} ", max - 1)), "{s:#?}");
+        assert!(!has(&s, ".."), "{s:#?}");
+    }
+    a.page = 17;
+    a.load_rows();
+    let s = screen(&mut a, 80, 24);
+    assert!(
+        has(&s, &format!("offsets 0-16 of 0-{} ", max - 1)),
+        "{s:#?}"
+    );
+    // the queue list spells the selected queue's offsets the same way
+    let mut a = app(&fixture("store-4.9"));
+    select_topic(&mut a, "OrderTopic");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.queue().unwrap().max, max);
+    let s = screen(&mut a, 80, 24);
+    assert!(
+        has(
+            &s,
+            &format!("queue 0: offsets 0-{} ({max} messages)", max - 1)
+        ),
+        "{s:#?}"
+    );
+}
+
+#[test]
+fn going_beyond_the_queue_or_to_a_time_between_messages_says_what_happened() {
+    let mut a = app(&fixture("store-4.9"));
+    a.open_queue("AuditTopic", 1, 0);
+    let max = a.list_queue().unwrap().max;
+    command(&mut a, 'g', "99999999");
+    assert_eq!(a.msg_sel, max - 1);
+    assert_eq!(
+        a.status,
+        format!(
+            "queue offset 99999999 is beyond the queue's end: went to the last message, offset {}",
+            max - 1
+        )
+    );
+    // a time just after a message, nearer it than the next: 4.9 lands on it, stored before
+    command(&mut a, 'g', "0");
+    a.page = 200;
+    a.load_rows();
+    let pair = a
+        .rows
+        .windows(2)
+        .find(|p| p[1].store_timestamp - p[0].store_timestamp >= 10)
+        .map(|p| p[0].clone())
+        .expect("two messages stored 10 ms apart");
+    command(&mut a, 'g', &format_utc(pair.store_timestamp + 2));
+    assert_eq!(a.msg_sel, pair.queue_offset, "{}", a.status);
+    assert!(
+        a.status.contains(&format!(
+            "queue offset {}, stored 2 ms before it: 4.9's getOffsetInQueueByTime takes the nearest message",
+            pair.queue_offset
+        )),
+        "{}",
+        a.status
+    );
+    // the whole explanation fits the two status lines at 80 columns
+    let s = screen(&mut a, 80, 24);
+    let rows = status_rows(&s);
+    assert!(
+        rows.trim_end().ends_with("after)") && !rows.contains('…'),
+        "{rows}"
+    );
+}
+
+#[test]
+fn an_uncleanly_stopped_damaged_store_warns_on_its_first_screen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (root, _) = damaged_copy(tmp.path());
+    std::fs::write(root.join("abort"), "").unwrap();
+    let mut a = app(&root);
+    assert_eq!(a.screen, Screen::Topics);
+    let s = screen(&mut a, 80, 24);
+    assert!(s[0].contains("! unclean shutdown (abort file)"), "{s:#?}");
+    assert!(has(&s, "abort file present"), "{s:#?}");
+    // verify was started in the background; its errors reach the title
+    wait_for_health(&mut a);
+    assert_eq!(a.screen, Screen::Topics);
+    let errors = a.error_count();
+    assert!(errors >= 1, "{:#?}", a.health);
+    let s = screen(&mut a, 80, 24);
+    let said = format!("verify: {} (H)", count_of(errors, "error"));
+    assert!(s[0].contains(&said), "{s:#?}");
+    assert!(has(&s, "verify found 1 error") || errors > 1, "{s:#?}");
+    key(&mut a, KeyCode::Char('H'));
+    assert_eq!(a.screen, Screen::Health);
+    assert!(has(&screen(&mut a, 80, 24), "commitlog.crc_mismatch"));
+    // a clean store's title has no warning
+    let mut clean = app(&fixture("store-4.9"));
+    assert!(clean.store_alert().is_none());
+    assert!(!screen(&mut clean, 80, 24)[0].contains('!'));
+}
+
+#[test]
+fn a_capped_key_lookup_says_so_and_names_the_cap() {
+    // 8,000 operations: each hot key has more than 64 messages in a topic
+    let tmp = common::scratch();
+    let dir = tmp.path().join("hot");
+    common::bin()
+        .arg("gen")
+        .arg(&dir)
+        .args(["--messages", "8000"])
+        .args(common::SMALL_GEOMETRY)
+        .assert()
+        .success();
+    let mut a = app(&dir);
+    let all = a
+        .reader
+        .scan(usize::MAX, |m| m.keys().iter().any(|k| k == "hot-key-1"));
+    let mut topics: Vec<String> = all
+        .offsets
+        .iter()
+        .map(|&o| {
+            a.reader
+                .message_at(o)
+                .unwrap()
+                .unwrap()
+                .message
+                .topic
+                .to_string()
+        })
+        .collect();
+    topics.sort();
+    let most = topics
+        .chunk_by(|x, y| x == y)
+        .map(|c| c.len())
+        .max()
+        .unwrap();
+    assert!(most > 64, "{most}");
+    command(&mut a, 'F', "hot-key-1");
+    let shown = a.results.len();
+    assert!(
+        shown < all.offsets.len(),
+        "{shown} of {}",
+        all.offsets.len()
+    );
+    assert!(
+        a.status.starts_with(&format!(
+            "'hot-key-1': {shown} shown, lookup capped at 64 per topic (maxMsgsNumBatch) in "
+        )),
+        "{}",
+        a.status
+    );
+    assert!(
+        a.status
+            .ends_with("more may exist (query --key hot-key-1 --scan)"),
+        "{}",
+        a.status
+    );
+    // said whole in the two status lines at 80 columns
+    let s = screen(&mut a, 80, 24);
+    let rows = status_rows(&s);
+    assert!(rows.trim_end().ends_with("--scan)"), "{rows}");
+    // under the cap in every topic: all are found
+    let mut small = app(&fixture("store-4.9"));
+    command(&mut small, 'F', "hot-key-3");
+    let n = small.results.len();
+    assert_eq!(
+        small.status,
+        format!("'hot-key-3': {n} found (key through the index)")
+    );
+}
+
+#[test]
+fn a_message_below_the_fold_says_more_and_help_names_the_tmux_clipboard_setting() {
+    let mut a = app(&fixture("store-4.9"));
+    a.open_queue("OrderTopic", 0, 0);
+    key(&mut a, KeyCode::Enter);
+    let s = screen(&mut a, 80, 24);
+    let bottom = &s[20];
+    assert!(
+        bottom.contains("↓ body and") && bottom.contains("PgDn"),
+        "{s:#?}"
+    );
+    key(&mut a, KeyCode::End);
+    let s = screen(&mut a, 80, 24);
+    assert!(!s[20].contains('↓'), "{s:#?}");
+    // a tall screen shows it all: no marker
+    key(&mut a, KeyCode::Home);
+    let s = screen(&mut a, 200, 80);
+    assert!(!has(&s, "↓"), "{s:#?}");
+    key(&mut a, KeyCode::Char('?'));
+    let s = screen(&mut a, 200, 50);
+    assert!(has(&s, "in tmux, set -g set-clipboard on"), "{s:#?}");
+}
+
+#[test]
+fn the_recovery_plan_shows_times_in_utc() {
+    let mut a = app(&fixture("store-4.9"));
+    key(&mut a, KeyCode::Char('H'));
+    assert_eq!(a.screen, Screen::Health);
+    wait_for_health(&mut a);
+    let s = screen(&mut a, 200, 50);
+    let line = s
+        .iter()
+        .find(|l| l.contains("physicMsgTimestamp"))
+        .unwrap_or_else(|| panic!("{s:#?}"));
+    assert!(line.contains("physicMsgTimestamp 2026-"), "{line}");
+    assert!(line.contains(" UTC ["), "{line}");
 }
