@@ -285,6 +285,37 @@ mod tests {
     }
 
     #[test]
+    fn groups_go_with_their_last_channel_and_the_table_is_capped() {
+        let mut c = Clients::default();
+        let t0 = Instant::now();
+        c.register(&data(&[("T", 1)]), &peer(1, "a"), t0);
+        assert_eq!(c.len(), 1);
+        c.drop_connection(1);
+        assert!(c.is_empty(), "an empty group stayed");
+        let many: Vec<ConsumerData> = (0..MAX_GROUPS)
+            .map(|i| ConsumerData {
+                group_name: format!("g{i}"),
+                ..data(&[])
+            })
+            .collect();
+        assert!(c.admits(&many, 1).is_ok());
+        for d in &many {
+            c.register(d, &peer(1, "a"), t0);
+        }
+        let one_more = ConsumerData {
+            group_name: "late".into(),
+            ..data(&[])
+        };
+        let err = c.admits(std::slice::from_ref(&one_more), 2).unwrap_err();
+        assert!(err.contains("limit"), "{err}");
+        // a group already there takes a heartbeat
+        assert!(c.admits(&many[..1], 2).is_ok());
+        c.drop_connection(1);
+        assert!(c.is_empty());
+        assert!(c.admits(&[one_more], 2).is_ok());
+    }
+
+    #[test]
     fn unregister_removes_only_that_client() {
         let mut c = Clients::default();
         let t0 = Instant::now();

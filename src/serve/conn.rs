@@ -296,3 +296,40 @@ async fn read_loop(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_table_closes_a_connection_that_never_asked_then_the_longest_idle() {
+        let t = ConnTable::new(3);
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let (_, none) = t.admit(1, at(0));
+        assert_eq!(none, None);
+        t.admit(2, at(1));
+        t.admit(3, at(2));
+        t.touch(1, at(10));
+        t.touch(2, at(5));
+        // 3 never completed a request: it goes first, though 2 is older
+        assert_eq!(t.admit(4, at(20)).1, Some(3));
+        t.touch(4, at(30));
+        // then the one idle the longest
+        assert_eq!(t.admit(5, at(40)).1, Some(2));
+        assert_eq!(t.len(), 3);
+        t.remove(1);
+        assert_eq!(t.admit(6, at(50)).1, None);
+    }
+
+    #[test]
+    fn the_large_frame_budget_is_shared_and_returned() {
+        let used = AtomicUsize::new(0);
+        let a = reserve(&used, 100, 60).unwrap();
+        assert!(reserve(&used, 100, 50).is_none());
+        let b = reserve(&used, 100, 40).unwrap();
+        drop(a);
+        drop(b);
+        assert_eq!(used.load(Ordering::Acquire), 0);
+    }
+}
