@@ -1520,6 +1520,26 @@ fn a_torn_record_at_the_end_of_the_overlay_is_cut_on_start() {
     );
     assert_eq!(std::fs::read(&file).unwrap(), whole);
     assert_eq!(verify_exit(&ov), Some(0));
+
+    // `pull --commit` opens the overlay the same way
+    std::fs::write(&file, &torn).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
+        .args(["pull", FIXTURE, "--overlay", ov.to_str().unwrap()])
+        .args([
+            "--group",
+            "TornG",
+            "--topic",
+            "PaymentTopic",
+            "--queue",
+            "0",
+        ])
+        .args(["--json", "--commit"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("overlay recovered"), "{said}");
+    assert_eq!(verify_exit(&ov), Some(0));
 }
 
 /// Over the limits: a heartbeat of 20,000 groups (body) or 1,100 (groups), a lock batch of
