@@ -44,7 +44,8 @@ pub struct ServeArgs {
     /// allowed by its permissions.
     #[arg(long, value_name = "FILE")]
     pub acl: Option<PathBuf>,
-    /// Connections served at once; more are closed on accept.
+    /// Connections open at once; a new one past this closes the one that never completed a
+    /// request, else the one idle the longest.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
     /// Close a connection that sends nothing for this long.

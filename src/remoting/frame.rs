@@ -23,6 +23,12 @@ use std::io::IoSlice;
 /// as the 4-byte length prefix plus the bytes it announces.
 pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
 
+/// Largest header a received frame may carry (256 KiB): a Java client's header is a few hundred
+/// bytes, a send's (with its properties, under 32 KiB as the store keeps them) at most tens of
+/// KiB. A frame announcing more is refused from its first 8 bytes, before the header arrives, so
+/// no header parse ever sees more than this.
+pub const DEFAULT_MAX_HEADER: usize = 256 * 1024;
+
 /// Bytes of the length prefix.
 pub const LENGTH_PREFIX: usize = 4;
 
@@ -83,6 +89,9 @@ pub enum FrameError {
     /// The meta word's high byte is neither JSON (0) nor ROCKETMQ (1).
     #[error("unknown serialize type {code} in the header meta word")]
     UnknownSerializeType { code: u8 },
+    /// The header length is over the codec's header limit.
+    #[error("header of {header_len} bytes exceeds the maximum of {max}")]
+    HeaderOverLimit { header_len: usize, max: usize },
     /// The header length is larger than what the frame holds after the meta word.
     #[error("header length {header_len} exceeds the {available} bytes the frame has after the meta word")]
     HeaderTooLong { header_len: usize, available: usize },
@@ -134,10 +143,11 @@ impl OutFrame<'_> {
     }
 }
 
-/// Frame decoder and encoder with a size limit.
+/// Frame decoder and encoder with size limits: the whole frame, and (when decoding) its header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameCodec {
     max_frame: usize,
+    max_header: usize,
 }
 
 impl Default for FrameCodec {
@@ -152,9 +162,23 @@ fn be_i32(buf: &[u8], at: usize) -> Option<i32> {
 }
 
 impl FrameCodec {
-    /// A codec accepting frames of at most `max_frame` bytes, length prefix included.
+    /// A codec accepting frames of at most `max_frame` bytes, length prefix included, with
+    /// headers of at most [`DEFAULT_MAX_HEADER`] bytes.
     pub const fn new(max_frame: usize) -> Self {
-        FrameCodec { max_frame }
+        FrameCodec {
+            max_frame,
+            max_header: DEFAULT_MAX_HEADER,
+        }
+    }
+
+    /// The same codec with another limit on received headers.
+    pub const fn with_max_header(self, max_header: usize) -> Self {
+        FrameCodec { max_header, ..self }
+    }
+
+    /// The limit on received headers.
+    pub fn max_header(&self) -> usize {
+        self.max_header
     }
 
     /// The limit, length prefix included.
@@ -203,6 +227,12 @@ impl FrameCodec {
             return Err(FrameError::HeaderTooLong {
                 header_len,
                 available,
+            });
+        }
+        if header_len > self.max_header {
+            return Err(FrameError::HeaderOverLimit {
+                header_len,
+                max: self.max_header,
             });
         }
         let Some(frame) = buf.get(..total) else {

@@ -67,6 +67,9 @@ pub enum HeaderError {
     /// A binary string is not UTF-8.
     #[error("{field}: invalid UTF-8 at byte {offset}")]
     InvalidUtf8 { field: String, offset: usize },
+    /// More than `max` extFields entries (the one at `offset` is the first too many).
+    #[error("more than {max} extFields entries (byte {offset})")]
+    TooManyFields { offset: usize, max: usize },
     /// Bytes follow the binary extFields map.
     #[error("{count} bytes after the end of the header at byte {offset}")]
     TrailingBytes { offset: usize, count: usize },

@@ -232,7 +232,9 @@ fn needed(req: &RemotingCommand, body: &[u8]) -> Vec<(String, u8)> {
         }
         codes::QUERY_MESSAGE => add(ext("topic"), SUB),
         codes::HEART_BEAT => {
-            if let Ok(hb) = HeartbeatData::from_json(body) {
+            // a body over the limit is refused by the handler, unread
+            let small = body.len() <= super::consumer::MAX_JSON_BODY;
+            if let Some(hb) = small.then(|| HeartbeatData::from_json(body).ok()).flatten() {
                 for c in hb.consumer_data_set {
                     add(Some(retry_topic(&c.group_name)), SUB);
                     for s in c.subscription_data_set {

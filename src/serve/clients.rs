@@ -1,13 +1,20 @@
 //! The consumer groups clients have announced by heartbeat (`ConsumerManager`): per group what
 //! it runs (consume type, message model, where a new consumer starts), its subscriptions by
 //! topic and its live channels. A channel is one connection of one client; it goes when the
-//! client unregisters, its connection closes, or it has not been heard from for two minutes.
+//! client unregisters, its connection closes, or it has not been heard from for two minutes; a
+//! group goes with its last channel. The registry holds at most [`MAX_GROUPS`] groups of at most
+//! [`MAX_GROUP_CLIENTS`] channels each; a heartbeat that would pass either is refused.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::remoting::body::{ConsumerData, SubscriptionData};
 use crate::remoting::Language;
+
+/// Groups the registry holds at once.
+pub const MAX_GROUPS: usize = 4096;
+/// Channels (client connections) one group holds at once.
+pub const MAX_GROUP_CLIENTS: usize = 1024;
 
 /// How long a channel lives without a heartbeat (`channelExpiredTimeout`).
 pub const CHANNEL_EXPIRY: Duration = Duration::from_secs(120);
@@ -106,6 +113,46 @@ impl Clients {
             .map(|(n, g)| (n.as_str(), g))
     }
 
+    /// Whether a heartbeat from connection `conn_id` naming `groups` fits the registry: the new
+    /// groups fit [`MAX_GROUPS`] and no group would pass [`MAX_GROUP_CLIENTS`]. The error says
+    /// which limit.
+    pub fn admits(&self, groups: &[ConsumerData], conn_id: u64) -> Result<(), String> {
+        let new = groups
+            .iter()
+            .filter(|d| !self.groups.contains_key(&d.group_name))
+            .map(|d| d.group_name.as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        if self.groups.len() + new > MAX_GROUPS {
+            return Err(format!(
+                "{} consumer groups are registered; {new} more would pass this server's limit of \
+                 {MAX_GROUPS}",
+                self.groups.len()
+            ));
+        }
+        for d in groups {
+            if let Some(g) = self.groups.get(&d.group_name) {
+                if g.channels.len() >= MAX_GROUP_CLIENTS && !g.channels.contains_key(&conn_id) {
+                    return Err(format!(
+                        "consumer group {} has {} clients, this server's limit",
+                        d.group_name,
+                        g.channels.len()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Groups in the registry (with at least one channel).
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
     /// `registerConsumer`: refresh the channel and the group's settings and subscriptions.
     /// True when the group's channels or subscribed topics changed (its clients should
     /// rebalance).
@@ -137,7 +184,9 @@ impl Clients {
         };
         let before = g.channels.len();
         g.channels.retain(|_, c| c.client_id != client_id);
-        g.channels.len() != before
+        let changed = g.channels.len() != before;
+        self.groups.retain(|_, g| !g.channels.is_empty());
+        changed
     }
 
     /// A connection closed: drop its channels. Returns the groups that lost one.
@@ -148,6 +197,7 @@ impl Clients {
                 changed.push(name.clone());
             }
         }
+        self.groups.retain(|_, g| !g.channels.is_empty());
         changed
     }
 
@@ -162,6 +212,7 @@ impl Clients {
                 changed.push(name.clone());
             }
         }
+        self.groups.retain(|_, g| !g.channels.is_empty());
         changed
     }
 
@@ -231,6 +282,37 @@ mod tests {
         assert_eq!(c.drop_connection(2), ["g"]);
         assert!(c.expire(t0 + CHANNEL_EXPIRY).contains(&"g".to_string()));
         assert!(c.group("g").is_none());
+    }
+
+    #[test]
+    fn groups_go_with_their_last_channel_and_the_table_is_capped() {
+        let mut c = Clients::default();
+        let t0 = Instant::now();
+        c.register(&data(&[("T", 1)]), &peer(1, "a"), t0);
+        assert_eq!(c.len(), 1);
+        c.drop_connection(1);
+        assert!(c.is_empty(), "an empty group stayed");
+        let many: Vec<ConsumerData> = (0..MAX_GROUPS)
+            .map(|i| ConsumerData {
+                group_name: format!("g{i}"),
+                ..data(&[])
+            })
+            .collect();
+        assert!(c.admits(&many, 1).is_ok());
+        for d in &many {
+            c.register(d, &peer(1, "a"), t0);
+        }
+        let one_more = ConsumerData {
+            group_name: "late".into(),
+            ..data(&[])
+        };
+        let err = c.admits(std::slice::from_ref(&one_more), 2).unwrap_err();
+        assert!(err.contains("limit"), "{err}");
+        // a group already there takes a heartbeat
+        assert!(c.admits(&many[..1], 2).is_ok());
+        c.drop_connection(1);
+        assert!(c.is_empty());
+        assert!(c.admits(&[one_more], 2).is_ok());
     }
 
     #[test]

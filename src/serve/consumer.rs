@@ -1,6 +1,18 @@
 //! The consumer session (PROTOCOL.md 4.1 to 4.12): heartbeats and unregistering, the group's
 //! client ids, offsets and offset lookups, send-back for retries, orderly locks, and the SQL92
 //! client config check.
+//!
+//! What a request can make the server keep is bounded: a JSON body is read only up to
+//! [`MAX_JSON_BODY`]; a heartbeat names at most [`MAX_HEARTBEAT_GROUPS`] groups of at most
+//! [`MAX_SUBSCRIPTIONS`] subscriptions (the registry caps groups and clients, see
+//! [`super::clients`]); a lock request names at most [`MAX_LOCK_QUEUES`] queues, and only queues
+//! of topics the store has are locked. Past a limit the request is refused whole with
+//! `SYSTEM_ERROR` and a remark naming it.
+//!
+//! A heartbeat creates a group's config and `%RETRY%` topic in the overlay (the broker's
+//! `autoCreateSubscriptionGroup`) only for a group that subscribes to a topic the store has, or
+//! whose config exists already: only such a group can pull a message and send it back, so the
+//! overlay gets what consumers of this store need and nothing a client merely names.
 
 use std::time::Instant;
 
@@ -29,10 +41,69 @@ use crate::remoting::header::{
 };
 use crate::remoting::RemotingCommand;
 
+/// Largest JSON body a request may carry (2 MiB): a heartbeat of a client running hundreds of
+/// groups is tens of KiB.
+pub const MAX_JSON_BODY: usize = 2 * 1024 * 1024;
+/// Consumer groups one heartbeat may name (a client instance runs one consumer per group).
+pub const MAX_HEARTBEAT_GROUPS: usize = 1024;
+/// Subscriptions (topics) one group's heartbeat may carry.
+pub const MAX_SUBSCRIPTIONS: usize = 1024;
+/// Queues one LOCK_BATCH_MQ or UNLOCK_BATCH_MQ may name.
+pub const MAX_LOCK_QUEUES: usize = 4096;
+
+/// `body` if it is small enough to be read as JSON.
+fn json_body(body: &[u8]) -> Result<&[u8], Refusal> {
+    if body.len() > MAX_JSON_BODY {
+        return Err(Refusal::new(
+            codes::SYSTEM_ERROR,
+            format!(
+                "request body of {} bytes exceeds this server's limit of {MAX_JSON_BODY}",
+                body.len()
+            ),
+        ));
+    }
+    Ok(body)
+}
+
+fn over_limit(what: &str, n: usize, max: usize) -> Refusal {
+    Refusal::new(
+        codes::SYSTEM_ERROR,
+        format!("{what}: {n} exceeds this server's limit of {max}"),
+    )
+}
+
+/// True when `group` may get a config and a retry topic in the overlay: it has a config, or it
+/// subscribes to a topic the store has (not a retry topic).
+fn of_the_store(st: &State, group: &str, subs: &[crate::remoting::body::SubscriptionData]) -> bool {
+    st.engine.subscription_groups().get(group).is_some()
+        || subs.iter().any(|s| {
+            !s.topic
+                .starts_with(crate::engine::store::dispatch::RETRY_PREFIX)
+                && super::pull::topic_queues(st, &s.topic).is_some()
+        })
+}
+
 /// `HEART_BEAT` (34): register each consumer group's channel and subscriptions, create the
-/// group's config and `%RETRY%` topic, tell the group's clients when its membership changed.
+/// group's config and `%RETRY%` topic (for a group of the store), tell the group's clients when
+/// its membership changed.
 pub fn heartbeat(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand, body: &[u8]) -> Handled {
-    let hb = HeartbeatData::from_json(body)?;
+    let hb = HeartbeatData::from_json(json_body(body)?)?;
+    if hb.consumer_data_set.len() > MAX_HEARTBEAT_GROUPS {
+        return Err(over_limit(
+            "consumer groups in one heartbeat",
+            hb.consumer_data_set.len(),
+            MAX_HEARTBEAT_GROUPS,
+        ));
+    }
+    for data in &hb.consumer_data_set {
+        if data.subscription_data_set.len() > MAX_SUBSCRIPTIONS {
+            return Err(over_limit(
+                &format!("subscriptions of group {}", data.group_name),
+                data.subscription_data_set.len(),
+                MAX_SUBSCRIPTIONS,
+            ));
+        }
+    }
     let peer = Peer {
         client_id: hb.client_id.clone(),
         language: req.language,
@@ -47,15 +118,23 @@ pub fn heartbeat(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand, body: &[u
     for data in &hb.consumer_data_set {
         check_group(&data.group_name)?;
     }
+    st.clients
+        .admits(&hb.consumer_data_set, ctx.id)
+        .map_err(|e| Refusal::new(codes::SYSTEM_ERROR, e))?;
     for data in &hb.consumer_data_set {
-        let cfg = st.engine.group_config(&data.group_name);
-        st.engine.ensure_topic(
-            &retry_topic(&data.group_name),
-            cfg.retry_queue_nums,
-            PERM_READ | PERM_WRITE,
-        );
+        let notify = if of_the_store(st, &data.group_name, &data.subscription_data_set) {
+            let cfg = st.engine.group_config(&data.group_name);
+            st.engine.ensure_topic(
+                &retry_topic(&data.group_name),
+                cfg.retry_queue_nums,
+                PERM_READ | PERM_WRITE,
+            );
+            cfg.notify_consumer_ids_changed_enable
+        } else {
+            true
+        };
         let changed = st.clients.register(data, &peer, now);
-        if changed && cfg.notify_consumer_ids_changed_enable {
+        if changed && notify {
             tracing::info!(group = %data.group_name, client = %hb.client_id, "consumer group changed");
             st.notify_ids_changed(&data.group_name);
         }
@@ -105,8 +184,9 @@ pub fn consumer_list(st: &mut State, req: &RemotingCommand) -> Handled {
 /// `CHECK_CLIENT_CONFIG` (46): SQL92 is supported (property filtering enabled); a bad
 /// expression is refused as the broker refuses it.
 pub fn check_client_config(st: &mut State, req: &RemotingCommand, body: &[u8]) -> Handled {
-    let b = CheckClientConfigBody::from_json(body)?;
-    if !b.group.is_empty() {
+    let b = CheckClientConfigBody::from_json(json_body(body)?)?;
+    let subs: Vec<_> = b.subscription_data.iter().cloned().collect();
+    if !b.group.is_empty() && of_the_store(st, &b.group, &subs) {
         st.engine.group_config(&b.group);
     }
     if let Some(s) = &b.subscription_data {
@@ -224,12 +304,33 @@ pub fn send_back(st: &mut State, req: &RemotingCommand) -> Handled {
     }
 }
 
-/// `LOCK_BATCH_MQ` (41): the queues now held by the client.
+/// A lock request's body, within [`MAX_LOCK_QUEUES`].
+fn lock_body(body: &[u8]) -> Result<LockBatchRequestBody, Refusal> {
+    let b = LockBatchRequestBody::from_json(json_body(body)?)?;
+    if b.mq_set.len() > MAX_LOCK_QUEUES {
+        return Err(over_limit(
+            "queues in one lock request",
+            b.mq_set.len(),
+            MAX_LOCK_QUEUES,
+        ));
+    }
+    Ok(b)
+}
+
+/// `LOCK_BATCH_MQ` (41): the queues now held by the client; a queue of a topic the store does
+/// not have is not locked (nothing can be pulled from it), so the lock table holds only queues
+/// that exist.
 pub fn lock_batch(st: &mut State, req: &RemotingCommand, body: &[u8]) -> Handled {
-    let b = LockBatchRequestBody::from_json(body)?;
-    let granted = st
-        .engine
-        .lock_batch(&b.consumer_group, &b.client_id, &b.mq_set);
+    let mut b = lock_body(body)?;
+    b.mq_set.retain(|mq| {
+        super::pull::topic_queues(st, &mq.topic).is_some_and(|(n, _)| (0..n).contains(&mq.queue_id))
+    });
+    let granted = if b.mq_set.is_empty() {
+        Vec::new()
+    } else {
+        st.engine
+            .lock_batch(&b.consumer_group, &b.client_id, &b.mq_set)
+    };
     let body = LockBatchResponseBody {
         lock_ok_mq_set: granted,
     };
@@ -238,7 +339,7 @@ pub fn lock_batch(st: &mut State, req: &RemotingCommand, body: &[u8]) -> Handled
 
 /// `UNLOCK_BATCH_MQ` (42).
 pub fn unlock_batch(st: &mut State, req: &RemotingCommand, body: &[u8]) -> Handled {
-    let b = LockBatchRequestBody::from_json(body)?;
+    let b = lock_body(body)?;
     st.engine
         .unlock_batch(&b.consumer_group, &b.client_id, &b.mq_set);
     success(req, Vec::new())

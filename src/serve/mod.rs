@@ -19,12 +19,11 @@ pub mod namesrv;
 pub mod pull;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
 use crate::engine::broker::{Engine, EngineError};
 use crate::remoting::body::BodyError;
@@ -33,7 +32,7 @@ use crate::remoting::header::FieldError;
 use crate::remoting::{FrameCodec, RemotingCommand, DEFAULT_MAX_FRAME};
 
 use self::clients::Clients;
-use self::conn::ConnCtx;
+use self::conn::{ConnCtx, ConnTable, Limits};
 
 /// `brokerClusterName`'s default.
 pub const DEFAULT_CLUSTER: &str = "DefaultCluster";
@@ -52,10 +51,13 @@ pub struct ServeOptions {
     pub advertise: Option<String>,
     pub cluster: String,
     pub acl: Option<acl::PlainAcl>,
+    /// Connections open at once; a new one past this closes the least useful one.
     pub max_connections: usize,
     /// A connection with nothing to read for this long is closed.
     pub idle: Duration,
     pub max_frame: usize,
+    /// Deadlines of frames and the budget of large frames.
+    pub limits: Limits,
 }
 
 impl ServeOptions {
@@ -68,6 +70,7 @@ impl ServeOptions {
             max_connections: 1024,
             idle: Duration::from_secs(120),
             max_frame: DEFAULT_MAX_FRAME,
+            limits: Limits::default(),
         }
     }
 }
@@ -131,6 +134,11 @@ pub struct Shared {
     acl: Option<acl::PlainAcl>,
     pub codec: FrameCodec,
     pub idle: Duration,
+    pub limits: Limits,
+    /// The open connections.
+    pub conns: ConnTable,
+    /// Bytes of large frames being received, over all connections.
+    pub buffered: AtomicUsize,
 }
 
 /// A request's answer when it is not the plain success: code and remark.
@@ -201,12 +209,15 @@ pub fn frame(cmd: &RemotingCommand, body: &[u8]) -> Option<Vec<u8>> {
 }
 
 impl Shared {
-    pub fn new(state: State, acl: Option<acl::PlainAcl>, max_frame: usize, idle: Duration) -> Self {
+    pub fn new(state: State, opts: &ServeOptions) -> Self {
         Shared {
             state: Mutex::new(state),
-            acl,
-            codec: FrameCodec::new(max_frame),
-            idle,
+            acl: opts.acl.clone(),
+            codec: FrameCodec::new(opts.max_frame),
+            idle: opts.idle,
+            limits: opts.limits,
+            conns: ConnTable::new(opts.max_connections),
+            buffered: AtomicUsize::new(0),
         }
     }
 
@@ -393,12 +404,7 @@ async fn serve(
         started_ms,
         next_opaque: 0,
     };
-    let shared = Arc::new(Shared::new(
-        state,
-        opts.acl.clone(),
-        opts.max_frame,
-        opts.idle,
-    ));
+    let shared = Arc::new(Shared::new(state, &opts));
     on_listening(local, &advertise);
     tracing::info!(%local, %advertise, "listening");
 
@@ -419,7 +425,6 @@ async fn serve(
             }
         })
     };
-    let permits = Arc::new(Semaphore::new(opts.max_connections.max(1)));
     let next_id = AtomicU64::new(1);
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -427,6 +432,8 @@ async fn serve(
     loop {
         tokio::select! {
             _ = &mut stop => break,
+            // finished connections leave the set (it would keep them until joined)
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
             accepted = listener.accept() => {
                 let (stream, peer) = match accepted {
                     Ok(a) => a,
@@ -435,17 +442,13 @@ async fn serve(
                         continue;
                     }
                 };
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, "refused: {} connections open", opts.max_connections);
-                    drop(stream);
-                    continue;
-                };
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
+                let (close, evicted) = shared.conns.admit(id, Instant::now());
+                if let Some(old) = evicted {
+                    tracing::info!(%peer, conn = old, "{} connections open: closing the least used one", opts.max_connections);
+                }
                 let s = shared.clone();
-                conns.spawn(async move {
-                    conn::serve(stream, peer, s, id).await;
-                    drop(permit);
-                });
+                conns.spawn(conn::serve(stream, peer, s, id, close));
             }
         }
     }

@@ -23,6 +23,9 @@ use crate::remoting::{FrameCodec, RemotingCommand};
 /// The longest a pull is held, whatever `suspendTimeoutMillis` asks (clients time out at 30 s).
 const MAX_HOLD: Duration = Duration::from_secs(25);
 
+/// Pulls one connection may have parked at once (a consumer parks one per queue it holds).
+pub const MAX_PARKED_PER_CONN: usize = 1024;
+
 /// A suspended pull waiting for its queue to grow.
 pub struct Parked {
     pub conn_id: u64,
@@ -176,7 +179,10 @@ pub fn pull(st: &mut State, ctx: &ConnCtx, req: &RemotingCommand) -> Handled {
         false,
     )?;
     let status = r.pull_status(h.queue_offset, st.engine.options().role);
-    if status == PullStatus::NoNewMsg && h.has_suspend() {
+    // a connection holds one parked pull per queue it consumes; past the limit a pull is
+    // answered at once, as one without the suspend flag
+    let room = || st.parked.iter().filter(|p| p.conn_id == ctx.id).count() < MAX_PARKED_PER_CONN;
+    if status == PullStatus::NoNewMsg && h.has_suspend() && room() {
         let hold = Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(0))
             .min(MAX_HOLD);
         st.parked.push(Parked {

@@ -390,11 +390,32 @@ impl Engine {
             self.overlay.next = first.start;
             let g = self.source.geometry.clone();
             let file_size = g.commitlog_file_size.value;
+            // a crash while appending leaves a torn record: recovery cuts it (read-only, the
+            // walk just ends there)
+            let torn = crate::engine::store::writer::torn_tail(&existing)?;
+            if let Some(t) = &torn {
+                if writable {
+                    crate::engine::store::writer::cut_torn_tail(t)?;
+                    eprintln!("rmqstore: overlay recovered: {t}");
+                } else {
+                    eprintln!("rmqstore: note: overlay ends in a torn record, left as is: {t}");
+                }
+            }
             for seg in &existing.segments {
                 let map = Mapped::open(&seg.path)?;
                 let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
-                for r in it.by_ref() {
-                    let m = r?;
+                while let Some(r) = it.next() {
+                    let m = match r {
+                        Ok(m) => m,
+                        Err(_)
+                            if torn
+                                .as_ref()
+                                .is_some_and(|t| t.offset == seg.start + it.valid_pos() as u64) =>
+                        {
+                            break
+                        }
+                        Err(e) => return Err(e.into()),
+                    };
                     self.dispatch_in_memory(&m, &g);
                     self.overlay.next = m.position + m.raw.len() as u64;
                     self.overlay.records.insert(m.position, m.raw.to_vec());

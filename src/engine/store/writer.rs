@@ -3,6 +3,10 @@
 //!
 //! [`StoreWriter`] always writes into a directory of its own; switching a rebuilt or repaired
 //! directory into place is done by `SafeDir` (atomic rename after fsync, old files kept).
+//!
+//! A process killed while appending leaves a torn record at the end of the last file; before a
+//! store is continued, [`torn_tail`] finds it with recovery's walk and [`cut_torn_tail`] cuts it,
+//! as the broker's recovery does.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -60,6 +64,96 @@ impl SegmentWriter {
             out: BufWriter::with_capacity(1 << 20, f),
         }
     }
+}
+
+/// A torn record at the end of a store's data: what a crash during an append leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    pub path: PathBuf,
+    /// File position of the cut: the end of the last whole record.
+    pub pos: u64,
+    /// The same as a commitlog offset.
+    pub offset: u64,
+    /// Bytes from the cut to the last non-zero byte of the file: what is cut.
+    pub bytes: u64,
+    /// The file's length.
+    pub file_len: u64,
+    /// Why recovery's walk stops there.
+    pub detail: String,
+}
+
+impl std::fmt::Display for TornTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: cut {} bytes of a torn record at byte {} (commitlog offset {}): {}",
+            self.path.display(),
+            self.bytes,
+            self.pos,
+            self.offset,
+            self.detail
+        )
+    }
+}
+
+/// The torn tail of `commitlog`, if its data ends in one: recovery's walk of the last file that
+/// holds data stops at a damaged record with nothing intact after it (no record found by
+/// resynchronising, no file after it with data). Damage with records after it is not a torn
+/// tail (`None`): continuing such a store is refused by [`StoreWriter::resume`].
+pub fn torn_tail(commitlog: &crate::format::commitlog::Commitlog) -> Result<Option<TornTail>> {
+    use crate::engine::check::recovery::{walk_file, WalkOptions, WalkProblem};
+    let mut last = None;
+    for (i, seg) in commitlog.segments.iter().enumerate().rev() {
+        let map = seg.map()?;
+        if !matches!(
+            parse_record(&map, 0, seg.start, false),
+            Ok(Record::EndOfData)
+        ) {
+            last = Some((i, map));
+            break;
+        }
+    }
+    let Some((i, map)) = last else {
+        return Ok(None);
+    };
+    let seg = &commitlog.segments[i];
+    let walk = walk_file(&map, seg, &WalkOptions::default(), |_, _| {});
+    if !walk.stop.is_damage() || walk.after_records > 0 || walk.stale_records > 0 {
+        return Ok(None);
+    }
+    let detail = walk
+        .problems
+        .iter()
+        .find(|p| p.pos() == walk.stop_pos)
+        .map(|p| match p {
+            WalkProblem::BadRecord { detail, .. } => detail.clone(),
+            other => format!("{other:?}"),
+        })
+        .unwrap_or_else(|| format!("{:?}", walk.stop));
+    Ok(Some(TornTail {
+        path: seg.path.clone(),
+        pos: walk.stop_pos,
+        offset: walk.stop_offset(),
+        bytes: map
+            .get(walk.stop_pos as usize..)
+            .and_then(|rest| rest.iter().rposition(|&b| b != 0))
+            .map_or(0, |p| p as u64 + 1),
+        file_len: walk.len,
+        detail,
+    }))
+}
+
+/// Cut `tail` off its file and sync it: the bytes from the cut on become zeros (the end of the
+/// data), and the file keeps its length.
+pub fn cut_torn_tail(tail: &TornTail) -> Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&tail.path)
+        .map_err(|e| Error::io(&tail.path, e))?;
+    f.set_len(tail.pos)
+        .and_then(|()| f.set_len(tail.file_len))
+        .and_then(|()| f.sync_all())
+        .map_err(|e| Error::io(&tail.path, e))
 }
 
 /// Appends messages and dispatches them, as the broker's put path and reput service do.

@@ -18,7 +18,7 @@
 //! Java 4.9 reads an empty extFields value as `""`; the later Netty-buffer codec (5.x) reads it
 //! as absent. Both are accepted by this reader as `""`.
 
-use super::{ExtFields, Language, RemotingCommand};
+use super::{ExtFields, Language, RemotingCommand, MAX_EXT_FIELDS};
 use crate::remoting::frame::SerializeType;
 use crate::remoting::HeaderError;
 
@@ -171,15 +171,22 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderError> {
         buf: &header[..ext_start + ext_bytes.len()],
         pos: ext_start,
     };
-    let mut ext_fields = ExtFields::new();
+    let mut entries = Vec::new();
     while m.pos < m.buf.len() {
+        if entries.len() == MAX_EXT_FIELDS {
+            return Err(HeaderError::TooManyFields {
+                offset: m.pos,
+                max: MAX_EXT_FIELDS,
+            });
+        }
         let (key_len, _) = m.len("extFields key length", true)?;
         let key = m.utf8("extFields key", key_len)?;
         let value_field = format!("extFields.{key}");
         let (val_len, _) = m.len(&format!("{value_field} length"), false)?;
         let value = m.utf8(&value_field, val_len)?;
-        ext_fields.insert(key, value);
+        entries.push((key, value));
     }
+    let ext_fields = ExtFields::from_entries(entries);
     Ok(RemotingCommand {
         code,
         language,

@@ -15,7 +15,7 @@
 //! name outside the enum (Java would read `null`) is read as `OTHER`. Nested objects or arrays
 //! inside `extFields` are refused (fastjson would store their JSON text; no client sends them).
 
-use super::{ExtFields, Language, RemotingCommand};
+use super::{ExtFields, Language, RemotingCommand, MAX_EXT_FIELDS};
 use crate::format::config::fastjson::{parse_node, write_string, Node, NodeKind};
 use crate::format::java::parse_int;
 use crate::remoting::frame::SerializeType;
@@ -129,22 +129,29 @@ pub fn decode(header: &[u8]) -> Result<RemotingCommand, HeaderError> {
         None => None,
         Some(node) => scalar_text("remark", node)?,
     };
-    let mut ext_fields = ExtFields::new();
+    let mut entries = Vec::new();
     if let Some(node) = get("extFields") {
         match &node.kind {
             NodeKind::Null => {}
             NodeKind::Object(ext) => {
+                if let Some(e) = ext.get(MAX_EXT_FIELDS) {
+                    return Err(HeaderError::TooManyFields {
+                        offset: e.key_offset as usize,
+                        max: MAX_EXT_FIELDS,
+                    });
+                }
                 for e in ext {
                     let key = e.key.name();
                     let field = format!("extFields.{key}");
                     if let Some(value) = scalar_text(&field, &e.value)? {
-                        ext_fields.insert(key.into_owned(), value);
+                        entries.push((key.into_owned(), value));
                     }
                 }
             }
             _ => return Err(wrong("extFields", node, "an object")),
         }
     }
+    let ext_fields = ExtFields::from_entries(entries);
     Ok(RemotingCommand {
         code: int_field("code", get("code"), 0)?,
         language,

@@ -6,10 +6,14 @@
 //! form, [`binary`] the `RocketMQSerializable` form.
 //!
 //! `ext_fields` keeps entries in the order they were read or inserted; a repeated key replaces
-//! the value in place (last one wins, as in Java's `HashMap`).
+//! the value in place (last one wins, as in Java's `HashMap`). A decoded header holds at most
+//! [`MAX_EXT_FIELDS`] entries and is built in time linear in its size
+//! ([`ExtFields::from_entries`]), so a hostile header costs no more than its bytes.
 
 pub mod binary;
 pub mod json;
+
+use std::collections::HashMap;
 
 use super::frame::{FrameCodec, OutFrame, SerializeType};
 use super::Error;
@@ -18,6 +22,10 @@ use super::Error;
 pub const FLAG_RESPONSE: i32 = 1;
 /// Flag bit 1 (`RemotingCommand.RPC_ONEWAY`): a request that expects no response.
 pub const FLAG_ONEWAY: i32 = 2;
+
+/// Most `extFields` entries a received header may carry. Java clients send at most about twenty
+/// (a custom header's fields plus a few extras); a header with more is refused.
+pub const MAX_EXT_FIELDS: usize = 1024;
 
 /// `MQVersion.Version.V4_9_8.ordinal()`: what a 4.9.8 broker and name server put in `version`.
 pub const VERSION_V4_9_8: i32 = 409;
@@ -126,6 +134,23 @@ impl ExtFields {
         }
     }
 
+    /// The map of decoded entries, in linear time: a repeated key keeps its first place and
+    /// takes its last value, as [`ExtFields::insert`] one by one would.
+    pub fn from_entries(entries: Vec<(String, String)>) -> Self {
+        let mut place: HashMap<String, usize> = HashMap::with_capacity(entries.len());
+        let mut out: Vec<(String, String)> = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            match place.get(&k) {
+                Some(&i) => out[i].1 = v,
+                None => {
+                    place.insert(k.clone(), out.len());
+                    out.push((k, v));
+                }
+            }
+        }
+        ExtFields(out)
+    }
+
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
         let pos = self.0.iter().position(|(k, _)| k == key)?;
@@ -148,11 +173,11 @@ impl ExtFields {
 
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut ext = ExtFields::new();
-        for (k, v) in iter {
-            ext.insert(k, v);
-        }
-        ext
+        ExtFields::from_entries(
+            iter.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
     }
 }
 

@@ -1,8 +1,9 @@
 //! Known frames byte for byte (built by hand from the Java layout), real clients' quirks,
-//! errors that name their place ([`wire`], [`content`]), and properties over arbitrary input
-//! ([`props`]).
+//! errors that name their place ([`wire`], [`content`]), properties over arbitrary input
+//! ([`props`]) and hostile headers ([`limits`]).
 
 mod content;
+mod limits;
 mod props;
 mod wire;
 
