@@ -19,6 +19,7 @@
 
 mod plan;
 mod stage;
+mod timer;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -149,6 +150,8 @@ pub struct Plan {
     /// Entries set aside (not regular files, foreign names), relative path and why.
     set_aside: Vec<(Entry, String)>,
     config: Vec<ConfigWrite>,
+    /// The timer log and wheel to write, when they change.
+    timer: Option<timer::TimerPlan>,
     rebuild: RebuildOptions,
 }
 
