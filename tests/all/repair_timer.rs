@@ -197,6 +197,12 @@ fn timer_log_truncated_mid_unit() {
         f.set_len(100 * UNIT + 20).unwrap();
     });
     assert_log_cut(&r, 100, "truncated");
+    // the lone torn file is extended to the default file size, so that the broker loads it
+    let len = std::fs::metadata(r.out.join(LOG)).unwrap().len();
+    assert_eq!(len, rmqstore::format::timer::DEFAULT_TIMERLOG_FILE_SIZE);
+    assert!(r.manifest["actions"]
+        .to_string()
+        .contains("extended with zeros"));
 }
 
 #[test]

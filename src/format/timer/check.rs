@@ -1,6 +1,8 @@
 //! Structural checks of the timer files and of the links between them: the log's entries and
 //! file sizes, every wheel slot's chain (units of the slot's second, positions strictly going
 //! back, the count), pending units no slot links, and the checkpoint against the log's end.
+//! [`check_log_replay`] finds the log's valid units and the wheel they build (what a repair
+//! keeps and writes).
 //! Links into the commitlog are checked by the store-level verify.
 
 use std::path::Path;

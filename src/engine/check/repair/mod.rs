@@ -16,6 +16,8 @@
 //! record recovery rejects, a header nothing can mend, a missing or misnamed file, data ending
 //! before the last file. Header fields the store proves (see [`crate::engine::check::headers`]) are mended in
 //! place instead, keeping the record. Bytes after the end of the data are zeroed (saved first).
+//! The 5.x timer files are repaired by [`timer`]: the timer log cut after its last valid unit,
+//! the wheel rebuilt from it, `config/timercheck` derived from both.
 
 mod plan;
 mod stage;

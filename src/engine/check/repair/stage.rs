@@ -429,8 +429,8 @@ fn compare_index(st: &mut Staging<'_>, stage: &Path) -> Result<()> {
 
 /// Everything else under the root (lock, compaction/, abort.bak, timerlog/, timerwheel, earlier
 /// repair folders, ...) goes along unchanged: copied, since a broker may write into any of them
-/// in place, but for earlier repair folders, which no broker writes (linked).
-/// (`written`: entries the stage writes itself).
+/// in place, but for earlier repair folders, which no broker writes (linked). The entries named
+/// in `written` are left out: the stage writes them itself.
 fn copy_others(store: &Store, stage: &Path, st: &mut Staging<'_>, written: &[&str]) -> Result<()> {
     let skip = [
         paths::COMMITLOG,
