@@ -280,7 +280,7 @@ impl Staging<'_> {
 
     /// An entry that is not a regular file, or a foreign one: kept in the repair folder when it
     /// has content that can be linked (files, symlinks), listed in any case.
-    fn set_aside(&mut self, e: &Entry, why: &str) -> Result<()> {
+    pub(super) fn set_aside(&mut self, e: &Entry, why: &str) -> Result<()> {
         let relp = rel(self.store, &e.path);
         let saved = if e.kind.is_file() || e.symlink {
             let (dst, saved) = self.saved_path(&relp, "");
@@ -306,7 +306,7 @@ impl Staging<'_> {
 
     /// Every regular file below `old` that is not byte-identical at the same path below `new` is
     /// saved; `new` is the rebuilt tree.
-    fn is_aside(&self, p: &Path) -> bool {
+    pub(super) fn is_aside(&self, p: &Path) -> bool {
         self.aside.iter().any(|a| p.starts_with(a))
     }
 

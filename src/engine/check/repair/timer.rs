@@ -82,7 +82,7 @@ pub(super) fn plan(
             action: format!(
                 "cut it after its last valid unit, at {} ({} units kept){}; the bytes after it \
                  go to the repair folder, and the broker enqueues the timer messages after the \
-                 last kept unit's again",
+                 last kept unit's again (one already delivered is delivered again)",
                 replay.end,
                 replay.units,
                 if torn {
@@ -315,11 +315,18 @@ pub(super) fn stage(
             let len = entry::probe(p).kind.file_len();
             write_copy(p, &name(p), len, len, &[])?;
         }
+        for e in &log.odd {
+            st.set_aside(e, "not a regular file in timerlog/")?;
+        }
     }
     if let Some(w) = &plan.wheel {
-        let old = store.root.join(TIMERWHEEL_FILE);
-        if entry::probe(&old).kind.is_file() {
-            st.save_whole(&old, "replaced by the wheel rebuilt from the timer log")?;
+        let old = entry::probe(&store.root.join(TIMERWHEEL_FILE));
+        let why = "replaced by the wheel rebuilt from the timer log";
+        match old.kind {
+            _ if st.is_aside(&old.path) => {}
+            entry::Kind::Missing => {}
+            k if k.is_file() => st.save_whole(&old.path, why)?,
+            _ => st.set_aside(&old, why)?,
         }
         let p = stage.join(TIMERWHEEL_FILE);
         let f = create_new(&p)?;
