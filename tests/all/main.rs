@@ -16,6 +16,7 @@ mod oracle;
 mod pop;
 mod rebuild;
 mod repair;
+mod repair_timer;
 mod replay;
 mod serve;
 mod trace;

@@ -1,13 +1,15 @@
 //! Structural checks of the timer files and of the links between them: the log's entries and
 //! file sizes, every wheel slot's chain (units of the slot's second, positions strictly going
 //! back, the count), pending units no slot links, and the checkpoint against the log's end.
+//! [`check_log_replay`] finds the log's valid units and the wheel they build (what a repair
+//! keeps and writes).
 //! Links into the commitlog are checked by the store-level verify.
 
 use std::path::Path;
 
 use super::checkpoint::TimerCheckpoint;
 use super::log::{magic, LogStop, TimerLog, TimerUnit};
-use super::wheel::TimerWheel;
+use super::wheel::{RebuiltWheel, TimerWheel};
 use crate::format::finding::{Code, Finding};
 
 /// What [`check_log`] learned besides its findings.
@@ -88,7 +90,8 @@ pub fn check_log(log: &TimerLog, out: &mut Vec<Finding>) -> LogCheck {
     }
 }
 
-fn unit_problem(u: &TimerUnit) -> Option<String> {
+/// What is wrong with a unit alone: magic bits, offset or size no enqueue writes.
+pub fn unit_problem(u: &TimerUnit) -> Option<String> {
     let known = magic::DEFAULT | magic::ROLL | magic::DELETE;
     if u.magic & !known != 0 || u.magic == 0 {
         Some(format!("magic {:#x} is not a mix of 1, 2 and 4", u.magic))
@@ -98,6 +101,77 @@ fn unit_problem(u: &TimerUnit) -> Option<String> {
         Some(format!("record size {} is not positive", u.record_size))
     } else {
         None
+    }
+}
+
+/// The timer log's valid units replayed into a wheel ([`check_log_replay`]).
+#[derive(Debug, Clone)]
+pub struct LogReplay {
+    /// The wheel the valid units build.
+    pub wheel: RebuiltWheel,
+    /// Valid units (delete markers included).
+    pub units: u64,
+    /// The position after the last valid unit: where the timer log is cut.
+    pub end: u64,
+    /// Why the units stop before the log's data does (a unit that is not valid, bytes that are
+    /// not a unit, data after the end), `None` when the log is whole.
+    pub stop: Option<String>,
+    /// The last valid unit (its position and unit).
+    pub last: Option<(u64, TimerUnit)>,
+}
+
+/// Walk the timer log as the broker's recovery does (`recoverAndRevise`) and replay every unit
+/// into a wheel as its enqueue did, stopping at the first unit that is not what the enqueue
+/// wrote: bytes that are not a unit, a unit [`unit_problem`] rejects, or one whose `prev_pos`
+/// is not the last unit of its slot at that point (a self-link, a chain the wheel cannot
+/// walk). Positions before the log's first file were deleted by retention: a unit starting a
+/// slot may point there. Data after the stop (or after the zero end) is reported in `stop`.
+pub fn check_log_replay(log: &TimerLog, precision_ms: i64) -> LogReplay {
+    let log_start = log.files.first().map(|f| f.start as i64).unwrap_or(0);
+    let mut wheel = RebuiltWheel::new(precision_ms);
+    let mut units = log.units();
+    let (mut n, mut last, mut stop) = (0u64, None, None);
+    for (pos, u) in units.by_ref() {
+        let expected = wheel.get_slot(u.slot_time_ms()).last_pos;
+        let prev_ok = u.prev_pos == expected || (expected == -1 && u.prev_pos < log_start);
+        let why = unit_problem(&u).or_else(|| {
+            (!prev_ok).then(|| {
+                format!(
+                    "prevPos {} where its slot's last unit is at {expected}",
+                    u.prev_pos
+                )
+            })
+        });
+        if let Some(why) = why {
+            stop = Some((pos, format!("the unit at {pos}: {why}")));
+            break;
+        }
+        wheel.put(pos, &u);
+        n += 1;
+        last = Some((pos, u));
+    }
+    let (end, stop) = match stop {
+        Some((pos, why)) => (pos, Some(why)),
+        None => {
+            let end = units.data_end();
+            let why = match units.stop() {
+                Some(LogStop::Bad(e)) => Some(e.to_string()),
+                Some(LogStop::EndBeforeLastFile { file, file_offset }) => Some(format!(
+                    "zero at {} byte {file_offset}, and later files exist",
+                    file.display()
+                )),
+                _ if log.has_data_from(end) => Some(format!("zero at {end}, and data after it")),
+                _ => None,
+            };
+            (end, why)
+        }
+    };
+    LogReplay {
+        wheel,
+        units: n,
+        end,
+        stop,
+        last,
     }
 }
 

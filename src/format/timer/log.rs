@@ -220,6 +220,19 @@ impl TimerLog {
         TimerUnit::from_bytes(bytes).filter(|u| u.size as usize == UNIT_SIZE)
     }
 
+    /// Whether any byte at timer log position `pos` or after it is not zero (a stale tail or
+    /// later files with data; an end-of-file blank is not data), read a page at a time.
+    pub fn has_data_from(&self, pos: u64) -> bool {
+        self.files.iter().zip(&self.maps).any(|(f, m)| {
+            if f.start + m.len() as u64 <= pos {
+                return false;
+            }
+            let from = pos.saturating_sub(f.start) as usize;
+            !matches!(parse_entry(m, from), Ok(LogEntry::Blank { .. }))
+                && m[from..].chunks(4096).any(|c| c.iter().any(|&b| b != 0))
+        })
+    }
+
     /// Every unit in log order with its position, then how the walk stopped, and the position
     /// after the last unit (the data end).
     pub fn units(&self) -> Units<'_> {

@@ -3,9 +3,12 @@
 //! slot count is `i`, the first and last timer log positions of its chain and a count. The file
 //! is written sparse: most slots are zero. Slots of seconds already delivered are not cleared.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
+
+use super::log::TimerUnit;
 
 use crate::format::bytes::{i32_at, i64_at};
 use crate::format::error::{Error, ErrorKind, Result};
@@ -145,6 +148,80 @@ impl TimerWheel {
     }
 }
 
+/// The wheel as the broker's enqueue builds it (`TimerMessageStore.doEnqueue` then
+/// `TimerWheel.putSlot`), from timer log units given in log order: each unit becomes the last
+/// of the slot holding its second (a slot holding another second is started afresh, as
+/// `getSlot` answers it empty), the first when the slot was empty, and counts +1 (-1 for a
+/// delete marker). One entry per slot in use: at most [`WHEEL_SLOTS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RebuiltWheel {
+    precision_ms: i64,
+    slots: BTreeMap<u64, Slot>,
+}
+
+impl RebuiltWheel {
+    pub fn new(precision_ms: i64) -> RebuiltWheel {
+        RebuiltWheel {
+            precision_ms: precision_ms.max(1),
+            slots: BTreeMap::new(),
+        }
+    }
+
+    /// `getSlot(time_ms)` on the wheel built so far.
+    pub fn get_slot(&self, time_ms: i64) -> Slot {
+        match self.slots.get(&slot_index(time_ms, self.precision_ms)) {
+            Some(s) if s.time_div_precision == time_ms / self.precision_ms => *s,
+            _ => Slot::EMPTY,
+        }
+    }
+
+    /// Link the unit at timer log position `pos` into its slot. The unit's `prev_pos` is not
+    /// read: the broker wrote `get_slot(..).last_pos` there (see [`RebuiltWheel::get_slot`]).
+    pub fn put(&mut self, pos: u64, u: &TimerUnit) {
+        let t = u.slot_time_ms();
+        let s = self.get_slot(t);
+        let slot = Slot {
+            time_div_precision: t / self.precision_ms,
+            first_pos: if s.first_pos == -1 {
+                pos as i64
+            } else {
+                s.first_pos
+            },
+            last_pos: pos as i64,
+            num: if u.is_delete() { s.num - 1 } else { s.num + 1 },
+            magic: s.magic,
+        };
+        self.slots.insert(slot_index(t, self.precision_ms), slot);
+    }
+
+    /// The slots in use, by index.
+    pub fn slots(&self) -> impl Iterator<Item = (u64, &Slot)> {
+        self.slots.iter().map(|(i, s)| (*i, s))
+    }
+
+    /// Whether `wheel` holds exactly these slots and zeros elsewhere.
+    pub fn same_as(&self, wheel: &TimerWheel) -> bool {
+        let mut mine = self.slots.iter();
+        wheel
+            .non_empty()
+            .all(|(i, s)| mine.next() == Some((&i, &s)))
+            && mine.next().is_none()
+    }
+
+    /// Write the whole wheel into `file` (new and empty, at `path`): its full size, zero
+    /// (sparse) but for the slots in use. The caller syncs it.
+    pub fn write_to(&self, file: &std::fs::File, path: &Path) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        file.set_len(WHEEL_FILE_SIZE)
+            .map_err(|e| Error::io(path, e))?;
+        for (i, s) in &self.slots {
+            file.write_all_at(&s.to_bytes(), i * SLOT_SIZE as u64)
+                .map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +238,35 @@ mod tests {
         assert_eq!(Slot::from_bytes(&s.to_bytes()), Some(s));
         assert_eq!(slot_index(1_796_074_385_000, 1000), 1_027_985);
         assert_eq!(WHEEL_FILE_SIZE, 38_707_200);
+    }
+
+    fn unit(slot_second: i64, magic: i32) -> TimerUnit {
+        TimerUnit {
+            size: 52,
+            prev_pos: -1,
+            magic,
+            write_time_ms: 1_796_074_380_000,
+            delay_delta_ms: ((slot_second - 1_796_074_380) * 1000) as i32,
+            commitlog_offset: 0,
+            record_size: 1,
+            real_topic_hash: 0,
+            reserved: 0,
+        }
+    }
+
+    #[test]
+    fn rebuilt_slots_follow_the_enqueue() {
+        let mut w = RebuiltWheel::new(1000);
+        w.put(0, &unit(1_796_074_385, 1));
+        w.put(52, &unit(1_796_074_386, 1));
+        w.put(104, &unit(1_796_074_385, 1));
+        // a delete marker counts down; the slot 14 days later takes the index over
+        w.put(156, &unit(1_796_074_385, 5));
+        let s = w.get_slot(1_796_074_385_500);
+        assert_eq!((s.first_pos, s.last_pos, s.num), (0, 156, 1));
+        assert_eq!(w.get_slot(1_796_074_387_000), Slot::EMPTY);
+        w.put(208, &unit(1_796_074_385 + WHEEL_SLOTS as i64, 1));
+        assert_eq!(w.get_slot(1_796_074_385_000), Slot::EMPTY);
+        assert_eq!(w.slots().count(), 2);
     }
 }

@@ -16,9 +16,12 @@
 //! record recovery rejects, a header nothing can mend, a missing or misnamed file, data ending
 //! before the last file. Header fields the store proves (see [`crate::engine::check::headers`]) are mended in
 //! place instead, keeping the record. Bytes after the end of the data are zeroed (saved first).
+//! The 5.x timer files are repaired by [`timer`]: the timer log cut after its last valid unit,
+//! the wheel rebuilt from it, `config/timercheck` derived from both.
 
 mod plan;
 mod stage;
+mod timer;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -149,6 +152,8 @@ pub struct Plan {
     /// Entries set aside (not regular files, foreign names), relative path and why.
     set_aside: Vec<(Entry, String)>,
     config: Vec<ConfigWrite>,
+    /// The timer log and wheel to write, when they change.
+    timer: Option<timer::TimerPlan>,
     rebuild: RebuildOptions,
 }
 

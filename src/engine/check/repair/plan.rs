@@ -19,7 +19,6 @@ use crate::format::config::{
 use crate::format::entry::{self, Entry, Kind};
 use crate::format::error::Result;
 use crate::format::finding::Severity;
-use crate::format::timer::TIMER_TOPIC;
 
 /// The problem a walk stopped at, in words.
 fn stop_reason(w: &FileWalk) -> String {
@@ -130,7 +129,10 @@ pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Pl
         patches: &patches,
     };
     let queues = plan_queues(&src, &rebuild)?;
-    let config = plan_config(store, &queues.queue_bounds, &mut d.actions)?;
+    let mut config = plan_config(store, &queues.queue_bounds, &mut d.actions)?;
+    let (timer, timercheck) =
+        super::timer::plan(store, &report, &queues.queue_bounds, &mut d.actions)?;
+    config.extend(timercheck);
     let cp_findings = report
         .findings
         .iter()
@@ -157,6 +159,7 @@ pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Pl
         patches,
         set_aside,
         config,
+        timer,
         rebuild,
     })
 }
@@ -697,49 +700,7 @@ fn plan_config(
             out.push(config_write(&value));
         }
     }
-    if let Some(w) = plan_timercheck(&src, bound(TIMER_TOPIC, 0), actions) {
-        out.push(w);
-    }
     Ok(out)
-}
-
-/// `config/timercheck` with its timer queue offsets clamped into the rebuilt timer topic
-/// queue: a checkpoint past the queue's end would make the 5.x timer skip the timer messages
-/// put after the cut until the queue grows past it again.
-fn plan_timercheck(
-    config_dir: &std::path::Path,
-    (min, max): (i64, i64),
-    actions: &mut Vec<Action>,
-) -> Option<ConfigWrite> {
-    let path = config_dir.join(crate::format::timer::TIMERCHECK_FILE);
-    if !path.exists() {
-        return None;
-    }
-    let mut cp = crate::engine::store::timer_files::read_checkpoint(&path).ok()?;
-    let mut changed = false;
-    for (name, field) in [
-        ("lastTimerQueueOffset", &mut cp.last_timer_queue_offset),
-        ("masterTimerQueueOffset", &mut cp.master_timer_queue_offset),
-    ] {
-        let new = (*field).clamp(min, max.max(min));
-        if new != *field {
-            actions.push(Action {
-                problem: format!(
-                    "timercheck {name} is {}, outside the timer topic's queue ({min}..{max})",
-                    *field
-                ),
-                action: format!("clamp it to {new}"),
-                messages: field.abs_diff(new),
-                bytes: 0,
-            });
-            *field = new;
-            changed = true;
-        }
-    }
-    changed.then(|| ConfigWrite {
-        name: crate::format::timer::TIMERCHECK_FILE,
-        bytes: cp.to_bytes(),
-    })
 }
 
 fn config_write<T: ConfigFile>(value: &T) -> ConfigWrite {

@@ -121,12 +121,16 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
     )?;
     compare_index(st, stage)?;
 
-    // Checkpoint set to the data.
+    // Checkpoint set to the data: its times from the kept records, its offsets within them.
+    let old = store.checkpoint().ok().flatten().unwrap_or_default();
     let cp = Checkpoint {
         physic_msg_timestamp: summary.last_store_timestamp,
         logics_msg_timestamp: summary.last_queued_timestamp,
         index_msg_timestamp: summary.index_msg_timestamp,
-        ..store.checkpoint().ok().flatten().unwrap_or_default()
+        master_flushed_offset: within(old.master_flushed_offset, summary.end_offset).unwrap_or(0),
+        confirm_phy_offset: within(old.confirm_phy_offset, summary.end_offset)
+            .filter(|_| !confirm_offset_judged(plan))
+            .unwrap_or(summary.end_offset as i64),
     };
     let new_cp = cp.to_bytes();
     let cp_path = store.checkpoint_path();
@@ -145,9 +149,29 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
     for (e, why) in &plan.set_aside {
         st.set_aside(e, why)?;
     }
-    copy_others(store, stage, st)?;
+    let timer_written = super::timer::TimerPlan::written(plan.timer.as_ref());
+    copy_others(store, stage, st, &timer_written)?;
+    if let Some(t) = &plan.timer {
+        super::timer::stage(store, t, stage, st)?;
+    }
     copy_config(store, stage, plan, st)?;
     Ok(m)
+}
+
+/// `offset` when it lies within the kept data (`0..=end`).
+fn within(offset: i64, end: u64) -> Option<i64> {
+    (0..=end as i64).contains(&offset).then_some(offset)
+}
+
+/// Did verify find the checkpoint's confirmPhyOffset ahead of the data or off a record?
+fn confirm_offset_judged(plan: &Plan) -> bool {
+    use crate::format::finding::Code;
+    plan.report.findings.iter().any(|f| {
+        matches!(
+            f.code,
+            Code::CheckpointAhead | Code::CheckpointConfirmOffset
+        ) && f.offset == 32
+    })
 }
 
 /// Did the broker's walk leave commitlog file `i` at a blank record (the file is full)?
@@ -160,7 +184,7 @@ fn ends_full(plan: &Plan, i: usize) -> bool {
 }
 
 /// The repair folder being filled, and the list of what left the store.
-struct Staging<'a> {
+pub(super) struct Staging<'a> {
     store: &'a Store,
     repair: PathBuf,
     removed: Vec<Removed>,
@@ -175,7 +199,7 @@ impl Staging<'_> {
     }
 
     /// A whole file of the store, kept in the repair folder by a hard link.
-    fn save_whole(&mut self, p: &Path, why: &str) -> Result<()> {
+    pub(super) fn save_whole(&mut self, p: &Path, why: &str) -> Result<()> {
         let relp = rel(self.store, p);
         let (dst, saved) = self.saved_path(&relp, "");
         let len = entry::probe(p).kind.file_len();
@@ -211,7 +235,7 @@ impl Staging<'_> {
     }
 
     /// What a rewritten file does not keep after `keep`: data saved, zeros only listed.
-    fn save_tail(&mut self, p: &Path, keep: u64, len: u64, relp: &str) -> Result<()> {
+    pub(super) fn save_tail(&mut self, p: &Path, keep: u64, len: u64, relp: &str) -> Result<()> {
         if keep >= len {
             return Ok(());
         }
@@ -256,7 +280,7 @@ impl Staging<'_> {
 
     /// An entry that is not a regular file, or a foreign one: kept in the repair folder when it
     /// has content that can be linked (files, symlinks), listed in any case.
-    fn set_aside(&mut self, e: &Entry, why: &str) -> Result<()> {
+    pub(super) fn set_aside(&mut self, e: &Entry, why: &str) -> Result<()> {
         let relp = rel(self.store, &e.path);
         let saved = if e.kind.is_file() || e.symlink {
             let (dst, saved) = self.saved_path(&relp, "");
@@ -282,7 +306,7 @@ impl Staging<'_> {
 
     /// Every regular file below `old` that is not byte-identical at the same path below `new` is
     /// saved; `new` is the rebuilt tree.
-    fn is_aside(&self, p: &Path) -> bool {
+    pub(super) fn is_aside(&self, p: &Path) -> bool {
         self.aside.iter().any(|a| p.starts_with(a))
     }
 
@@ -405,8 +429,9 @@ fn compare_index(st: &mut Staging<'_>, stage: &Path) -> Result<()> {
 
 /// Everything else under the root (lock, compaction/, abort.bak, timerlog/, timerwheel, earlier
 /// repair folders, ...) goes along unchanged: copied, since a broker may write into any of them
-/// in place, but for earlier repair folders, which no broker writes (linked).
-fn copy_others(store: &Store, stage: &Path, st: &mut Staging<'_>) -> Result<()> {
+/// in place, but for earlier repair folders, which no broker writes (linked). The entries named
+/// in `written` are left out: the stage writes them itself.
+fn copy_others(store: &Store, stage: &Path, st: &mut Staging<'_>, written: &[&str]) -> Result<()> {
     let skip = [
         paths::COMMITLOG,
         paths::CONSUMEQUEUE,
@@ -418,7 +443,8 @@ fn copy_others(store: &Store, stage: &Path, st: &mut Staging<'_>) -> Result<()> 
     ];
     for e in entry::list(&store.root)? {
         let Some(name) = e.name.clone() else { continue };
-        if skip.contains(&name.as_str()) || st.is_aside(&e.path) {
+        if skip.contains(&name.as_str()) || written.contains(&name.as_str()) || st.is_aside(&e.path)
+        {
             continue;
         }
         let dst = stage.join(&name);
