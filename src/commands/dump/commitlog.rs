@@ -57,7 +57,14 @@ pub(super) fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Resul
         files,
         more,
         problems,
+        started_at,
     } = walked?;
+    if let Some(at) = started_at {
+        eprintln!(
+            "rmqstore: note: no record starts at offset {}; starting at the next record, offset {at}",
+            sel.from
+        );
+    }
     printer.summary(
         "dump commitlog",
         json!({
@@ -65,6 +72,7 @@ pub(super) fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Resul
             "files": files,
             "truncated": more,
             "problems": problems.len(),
+            "started_at": started_at,
         }),
     )?;
     printer.flush()?;
