@@ -452,3 +452,30 @@ fn query_warns_of_a_body_whose_crc_fails() {
         .unwrap_or_else(|| panic!("{text}"));
     assert_eq!(summary["body_crc_failed"][0], start + pos, "{text}");
 }
+
+#[test]
+fn a_killed_rebuild_to_a_new_folder_leaves_it_marked() {
+    let (t, root) = copy_store(&fixture("store-4.9"));
+    let out = t.path().join("rebuilt");
+    let killed = bin()
+        .env("RMQSTORE_FAILPOINT", "rebuild-walk")
+        .arg("rebuild")
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    assert!(out.join(".rmqstore-stage").exists());
+    let v = bin().arg("info").arg(&out).output().unwrap();
+    assert_eq!(v.status.code(), Some(2));
+    std::fs::remove_dir_all(&out).unwrap();
+    bin()
+        .arg("rebuild")
+        .arg(&root)
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(!out.join(".rmqstore-stage").exists());
+}
