@@ -84,8 +84,8 @@ impl Sink {
     pub(super) fn absorb(&mut self, other: Sink) {
         for (code, o) in other.codes {
             let c = self.codes.entry(code).or_default();
-            for i in 0..3 {
-                c.count[i] += o.count[i];
+            for (n, m) in c.count.iter_mut().zip(o.count) {
+                *n += m;
             }
             for f in o.kept {
                 Self::keep(c, self.cap, f.0);
@@ -114,8 +114,8 @@ impl Sink {
         let mut per_sev = [0u64; 3];
         for (code, c) in self.codes {
             per_code.push((code, c.count.iter().sum()));
-            for i in 0..3 {
-                per_sev[i] += c.count[i];
+            for (n, m) in per_sev.iter_mut().zip(c.count) {
+                *n += m;
             }
             list.extend(c.kept.into_iter().map(|k| k.0));
         }
