@@ -112,12 +112,16 @@ impl Sink {
         let mut list = Vec::new();
         let mut per_code = Vec::new();
         let mut per_sev = [0u64; 3];
-        for (code, c) in self.codes {
+        // in a fixed order (codes by name, each code's findings as printed), so that the report
+        // does not depend on the order of the map or of the workers
+        let mut codes: Vec<(Code, PerCode)> = self.codes.into_iter().collect();
+        codes.sort_by_key(|(code, _)| code.as_str());
+        for (code, c) in codes {
             per_code.push((code, c.count.iter().sum()));
             for (n, m) in per_sev.iter_mut().zip(c.count) {
                 *n += m;
             }
-            list.extend(c.kept.into_iter().map(|k| k.0));
+            list.extend(c.kept.into_sorted_vec().into_iter().map(|k| k.0));
         }
         (list, per_code, per_sev)
     }
