@@ -137,7 +137,8 @@ pub fn run(a: &ConfigArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 /// What differs between editing topics and editing subscription groups.
 trait Edits<T> {
     fn names(&self, v: &T) -> Vec<String>;
-    fn properties(&self, v: &T, name: &str) -> Vec<(&'static str, String)>;
+    /// Every entry with its properties, in file order, in one pass over the table.
+    fn shown<'v>(&self, v: &'v T) -> Vec<(&'v str, Vec<(&'static str, String)>)>;
     fn set(
         &self,
         v: &mut T,
@@ -157,10 +158,11 @@ impl Edits<TopicConfigs> for TopicEdits<'_> {
     fn names(&self, v: &TopicConfigs) -> Vec<String> {
         v.table.iter().map(|(k, _)| k.clone()).collect()
     }
-    fn properties(&self, v: &TopicConfigs, name: &str) -> Vec<(&'static str, String)> {
-        v.get(name)
-            .map(admin::config::topic_properties)
-            .unwrap_or_default()
+    fn shown<'v>(&self, v: &'v TopicConfigs) -> Vec<(&'v str, Vec<(&'static str, String)>)> {
+        v.table
+            .iter()
+            .map(|(k, c)| (k.as_str(), admin::config::topic_properties(c)))
+            .collect()
     }
     fn set(
         &self,
@@ -185,10 +187,11 @@ impl Edits<SubscriptionGroups> for GroupEdits {
     fn names(&self, v: &SubscriptionGroups) -> Vec<String> {
         v.table.iter().map(|(k, _)| k.clone()).collect()
     }
-    fn properties(&self, v: &SubscriptionGroups, name: &str) -> Vec<(&'static str, String)> {
-        v.get(name)
-            .map(admin::config::group_properties)
-            .unwrap_or_default()
+    fn shown<'v>(&self, v: &'v SubscriptionGroups) -> Vec<(&'v str, Vec<(&'static str, String)>)> {
+        v.table
+            .iter()
+            .map(|(k, c)| (k.as_str(), admin::config::group_properties(c)))
+            .collect()
     }
     fn set(
         &self,
@@ -220,9 +223,9 @@ fn edit<T: ConfigFile + Clone>(
     let now = chrono::Utc::now().timestamp_millis();
     let (what, changes, flags) = match action {
         ConfigAction::Show { json } => {
-            let names = e.names(&value);
-            for n in &names {
-                let props = e.properties(&value, n);
+            // One pass over the table (a lookup per name would be quadratic).
+            let entries = e.shown(&value);
+            for (n, props) in &entries {
                 if *json {
                     let properties = props
                         .iter()
@@ -249,7 +252,7 @@ fn edit<T: ConfigFile + Clone>(
                     &ConfigSummary {
                         file: T::FILE_NAME,
                         action: "show",
-                        entries: names.len(),
+                        entries: entries.len(),
                         changes: 0,
                         applied: false,
                     },

@@ -7,6 +7,7 @@ use clap::Args;
 
 use super::{output, ExitStatus};
 use crate::engine::store::generate::{generate, GenOptions};
+use crate::engine::store::safedir::{failpoint, mark_stage, remove_stage, unmark_stage};
 use crate::format::geometry::{resolve, GeometryInputs, GeometryOverrides};
 
 #[derive(Debug, Args)]
@@ -74,7 +75,21 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     // Rough size for the progress bar: about 1 KiB per operation.
     let pb = output::progress(a.messages.saturating_mul(1100), "generating");
     let started = std::time::Instant::now();
-    let summary = generate(&a.dir, &opts, &|bytes| pb.set_position(bytes))?;
+    // Written as a stage: a folder made here is removed when the run fails, and one a killed run
+    // leaves keeps the marker, which every read command refuses.
+    let made = crate::format::entry::probe(&a.dir).kind == crate::format::entry::Kind::Missing;
+    mark_stage(&a.dir)?;
+    let summary = match generate(&a.dir, &opts, &|bytes| pb.set_position(bytes)) {
+        Ok(s) => s,
+        Err(e) => {
+            if made {
+                remove_stage(&a.dir);
+            }
+            return Err(e.into());
+        }
+    };
+    failpoint("gen-written");
+    unmark_stage(&a.dir)?;
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     if a.json {

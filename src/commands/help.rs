@@ -197,8 +197,9 @@ Examples:
   rmqstore config ~/store groups delete OldGroup --apply";
 
 pub const VERIFY: &str = "\
-Exit status: 0 healthy; 1 findings (errors or warnings; with --strict also infos); 2 could not
-run.
+Exit status: 0 healthy, or warnings only; 1 errors (with --strict, warnings too; with
+--explain-recovery, the next start would lose data or refuse to start); 2 could not run (a
+folder holding .rmqstore-stage, a writer's unfinished output, is refused).
 
 Examples:
   rmqstore verify ~/store

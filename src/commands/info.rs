@@ -29,6 +29,8 @@ struct InfoSummary {
     consumer_groups: usize,
     index_files: usize,
     notes: usize,
+    /// Signs of damage were seen: run `verify`.
+    needs_verify: bool,
 }
 
 pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
@@ -45,6 +47,7 @@ pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 consumer_groups: info.consumer_groups.len(),
                 index_files: info.index_files.len(),
                 notes: info.notes.len(),
+                needs_verify: !info.needs_verify.is_empty(),
             },
         )?;
     } else {
@@ -64,6 +67,13 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
             "UNCLEAN (abort file present)"
         }
     )?;
+    if !i.needs_verify.is_empty() {
+        writeln!(
+            out,
+            "damage     SIGNS OF DAMAGE: run `rmqstore verify` ({} sign(s), listed at the end)",
+            i.needs_verify.len()
+        )?;
+    }
     for line in i.geometry.describe() {
         writeln!(out, "geometry   {line}")?;
     }
@@ -94,10 +104,15 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
     for system in [false, true] {
         for t in i.topics.iter().filter(|t| t.system == system) {
             for q in &t.queues {
+                let (min, max) = if q.files == 0 {
+                    ("no file".to_string(), "no file".to_string())
+                } else {
+                    (q.min_offset.to_string(), q.max_offset.to_string())
+                };
                 writeln!(
                     out,
                     "{:<40} {:>5} {:>12} {:>12}",
-                    t.topic, q.queue_id, q.min_offset, q.max_offset
+                    t.topic, q.queue_id, min, max
                 )?;
             }
         }
@@ -195,6 +210,9 @@ fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
     }
     for n in &i.notes {
         writeln!(out, "note: {n}")?;
+    }
+    for n in &i.needs_verify {
+        writeln!(out, "damage: {n}")?;
     }
     Ok(())
 }

@@ -11,7 +11,9 @@
 //!   what the broker's `getOffsetInQueueByTime(begin)` answers (4.9 or 5.x rules, `--broker`).
 //!
 //! `--tag EXPR` filters all of these. Output is the `dump commitlog` output (table or JSON
-//! Lines, then a summary line on stderr). Exit status 1 when nothing is found.
+//! Lines, then a summary line on stderr). A message whose body fails its CRC is printed with a
+//! warning on stderr, and its offset is in the summary's `body_crc_failed`. Exit status 1 when
+//! nothing is found or a body printed fails its CRC.
 
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -126,9 +128,25 @@ pub fn run(a: &QueryArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     };
     let mut printer = MessagePrinter::new(&mut out, Style::from_flags(a.json, &a.lines)?, a.body);
     let mut unreadable = 0u64;
+    // Bodies whose CRC fails (an empty body is not checked, as the broker's recovery does not):
+    // printed, and said on stderr and in the summary.
+    let mut crc_failed: Vec<u64> = Vec::new();
     for h in &hits {
         match reader.message_at(h.offset) {
-            Ok(Some(r)) => printer.print(&r.message, r.file)?,
+            Ok(Some(r)) => {
+                let m = &r.message;
+                if !m.body.is_empty() && !m.body_crc_ok() {
+                    crc_failed.push(h.offset);
+                    output::say(&format!(
+                        "warning: the body of the message at commitlog offset {} fails its CRC \
+                         (BODYCRC {}, the body's is {}): it is damaged (see verify)",
+                        h.offset,
+                        m.body_crc,
+                        m.computed_body_crc()
+                    ));
+                }
+                printer.print(m, r.file)?
+            }
             Ok(None) => unreadable += 1,
             Err(e) => {
                 unreadable += 1;
@@ -145,6 +163,7 @@ pub fn run(a: &QueryArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let mut summary = summary;
     if let Value::Object(m) = &mut summary {
         m.insert("messages".into(), json!(found));
+        m.insert("body_crc_failed".into(), json!(crc_failed));
         if let Some(t) = &a.tag {
             m.insert("tag".into(), json!(t));
         }
@@ -155,7 +174,8 @@ pub fn run(a: &QueryArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     }
     printer.summary("query", summary)?;
     out.flush()?;
-    Ok(if found > 0 {
+    // A damaged body is a finding, as `dump` exits 1 on damage it met.
+    Ok(if found > 0 && crc_failed.is_empty() {
         ExitStatus::Success
     } else {
         ExitStatus::Findings

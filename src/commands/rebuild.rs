@@ -147,6 +147,11 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             };
             ensure_outside_stores(&dest, "--out", false)?;
             let dest_existed = dest.exists();
+            // a folder made here is marked until it is complete: a killed run leaves one that
+            // every read command refuses
+            if !dest_existed {
+                crate::engine::store::safedir::mark_stage(&dest)?;
+            }
             match rebuild(&store, &dest, &opts, &progress) {
                 Ok(summary)
                     if !a.force && (summary.records_after_stop > 0 || summary.refused > 0) =>
@@ -163,13 +168,23 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                     }
                     return Ok(ExitStatus::Findings);
                 }
-                Ok(summary) => (summary, dest),
+                Ok(summary) => {
+                    if !dest_existed {
+                        crate::engine::store::safedir::unmark_stage(&dest)?;
+                    }
+                    (summary, dest)
+                }
                 Err(e @ Error::Interrupted { .. }) => {
                     pb.finish_and_clear();
                     remove_rebuilt(&dest, dest_existed, &opts);
                     return Err(e.into());
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    if !dest_existed {
+                        crate::engine::store::safedir::remove_stage(&dest);
+                    }
+                    return Err(e.into());
+                }
             }
         }
     };
@@ -291,7 +306,7 @@ fn remove_rebuilt(dest: &Path, dest_existed: bool, opts: &RebuildOptions) {
         }
     }
     if !dest_existed {
-        let _ = std::fs::remove_dir(dest);
+        crate::engine::store::safedir::remove_stage(dest);
     }
 }
 

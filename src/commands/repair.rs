@@ -20,11 +20,11 @@ use std::sync::atomic::Ordering;
 use clap::Args;
 
 use super::{interrupt, output, ExitStatus, GeometryArgs};
-use crate::engine::check::repair::{
-    apply, fixed_geometry, plan_with, Manifest, Plan, STAGE_MARKER,
-};
+use crate::engine::check::repair::{apply, fixed_geometry, plan_with, Manifest, Plan};
 use crate::engine::check::verify::{verify, VerifyOptions};
-use crate::engine::store::safedir::{failpoint, finish_interrupted, stamp, switch_root, StoreLock};
+use crate::engine::store::safedir::{
+    failpoint, finish_interrupted, remove_stage, stamp, switch_root, StoreLock,
+};
 use crate::engine::Store;
 use crate::format::error::Error;
 use crate::format::layout::ensure_outside_stores;
@@ -106,25 +106,33 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         Ok(m) => m,
         Err(e) => {
             // Only a folder this run made, still marked as a stage, is removed.
-            if stage.join(STAGE_MARKER).exists() {
-                let _ = std::fs::remove_dir_all(&stage);
-            }
+            remove_stage(&stage);
             return Err(e.into());
         }
     };
     failpoint("repair-staged");
-    let staged = Store::open(&stage, &fixed_geometry(&store))?;
+    let staged = match Store::open_staged(&stage, &fixed_geometry(&store)) {
+        Ok(s) => s,
+        Err(e) => {
+            remove_stage(&stage);
+            return Err(e.into());
+        }
+    };
     let check = VerifyOptions {
         interrupt: Some(stop.clone()),
         ..VerifyOptions::default()
     };
     let check = match verify(&staged, &check, None) {
         Ok(c) if !stop.load(Ordering::SeqCst) => c,
-        Err(e) if !stop.load(Ordering::SeqCst) => return Err(e.into()),
+        Err(e) if !stop.load(Ordering::SeqCst) => {
+            drop(staged);
+            remove_stage(&stage);
+            return Err(e.into());
+        }
         // stopped before the switch: the stage (still marked as one) is this run's own
         _ => {
             drop(staged);
-            let _ = std::fs::remove_dir_all(&stage);
+            remove_stage(&stage);
             return Err(Error::interrupted(&root, "repair").into());
         }
     };
@@ -154,6 +162,11 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Findings);
     }
     drop(staged);
+    failpoint("repair-checked");
+    if stop.load(Ordering::SeqCst) {
+        remove_stage(&stage);
+        return Err(Error::interrupted(&root, "repair").into());
+    }
     if a.in_place {
         // The staged `lock` is a link to the store's, already held; were it a copy, it is
         // locked too, so a broker starting right after the exchange is refused.
@@ -170,8 +183,7 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         )
         .ok();
     } else {
-        let _ = std::fs::remove_file(stage.join(STAGE_MARKER));
-        crate::engine::store::safedir::sync_dir(&stage)?;
+        crate::engine::store::safedir::unmark_stage(&stage)?;
         print(a, out, &p, Some(&manifest), Some((&dest, &repair_name)))?;
     }
     drop(lock);

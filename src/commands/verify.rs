@@ -5,7 +5,7 @@
 //! `{"type":"summary","command":"verify",...}` last. With `--explain-recovery` it prints a
 //! `{"type":"recovery",...}` line (the engine's `RecoveryPlan`) and its summary.
 //!
-//! Exit status: 0 healthy (warnings allowed unless `--strict`), 1 problems found (or, with
+//! Exit status: 0 healthy or warnings only, 1 errors (with `--strict`, warnings too; with
 //! `--explain-recovery`, recovery would lose data or refuse to start), 2 could not run.
 
 use std::collections::BTreeMap;
@@ -69,7 +69,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "TOPIC")]
     pub topic: Option<String>,
     /// Also check what the broker does not (__CRC32# property, PHYSICALOFFSET, queue offset
-    /// continuity, stale records, odd fields), and count warnings as failures.
+    /// continuity, stale records, odd fields), and exit 1 on warnings too (not only errors).
     #[arg(long)]
     pub strict: bool,
     /// Check the index and consume queue contents of one record or unit in N.
@@ -142,7 +142,7 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         }
         output::summary_line(out, "verify", &report.summary)?;
     } else {
-        print_human(&report, out)?;
+        print_human(&report, opts.max_per_code, out)?;
     }
     Ok(if report.summary.healthy {
         ExitStatus::Success
@@ -245,7 +245,7 @@ fn shown_plan(r: &Report) -> Option<&RecoveryPlan> {
         .filter(|p| !r.summary.clean_shutdown || !p.loses_nothing())
 }
 
-fn print_human(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
+fn print_human(r: &Report, cap: usize, out: &mut dyn Write) -> std::io::Result<()> {
     for f in &r.findings {
         print_finding(f, out)?;
     }
@@ -257,31 +257,39 @@ fn print_human(r: &Report, out: &mut dyn Write) -> std::io::Result<()> {
             writeln!(out, "  {:>2}. {step}", i + 1)?;
         }
     }
-    let mut per_code: BTreeMap<(std::cmp::Reverse<Severity>, &str), u64> = BTreeMap::new();
+    // Per code: every finding counted, and how many of them are listed above.
+    let mut listed: BTreeMap<&str, (Severity, u64)> = BTreeMap::new();
     for f in &r.findings {
-        *per_code
-            .entry((std::cmp::Reverse(f.severity), f.code.as_str()))
-            .or_default() += 1;
+        listed.entry(f.code.as_str()).or_insert((f.severity, 0)).1 += 1;
+    }
+    let mut per_code: BTreeMap<(std::cmp::Reverse<Severity>, &str), (u64, u64)> = BTreeMap::new();
+    for (code, n) in &s.findings_per_code {
+        let (sev, shown) = listed.get(code).copied().unwrap_or((Severity::Info, 0));
+        per_code.insert((std::cmp::Reverse(sev), code), (*n, shown));
     }
     writeln!(out)?;
     if !per_code.is_empty() {
         writeln!(out, "{:<8} {:<32} {:>8}", "SEVERITY", "CODE", "COUNT")?;
-        for ((sev, code), n) in &per_code {
+        for ((sev, code), (n, shown)) in &per_code {
             writeln!(
                 out,
-                "{:<8} {:<32} {:>8}",
+                "{:<8} {:<32} {:>8}{}",
                 sev_label(sev.0),
                 code,
-                grouped(*n)
+                grouped(*n),
+                if shown < n {
+                    format!(" ({} listed)", grouped(*shown))
+                } else {
+                    String::new()
+                }
             )?;
         }
         if s.findings_not_listed > 0 {
             writeln!(
                 out,
-                "{:<8} {:<32} {:>8}",
-                "",
-                "(over the per-code cap)",
-                grouped(s.findings_not_listed)
+                "{} findings over the cap of {} per code are counted, not listed (--max-findings)",
+                grouped(s.findings_not_listed),
+                grouped(cap as u64)
             )?;
         }
         writeln!(out)?;

@@ -209,6 +209,7 @@ codes! {
     ConsumequeueForeignEntry = "consumequeue.foreign_entry", Warning, "an entry under consumequeue/ that is not a queue folder (the broker skips it)";
     ConsumequeueBadTopicDir = "consumequeue.bad_topic_dir", Warning, "a topic folder whose name breaks the broker's topic rule";
     ConsumequeueGap = "consumequeue.gap", Error, "a consume queue file is missing between two others";
+    ConsumequeueMissingFile = "consumequeue.missing_file", Error, "a consume queue file that would hold the units of records the commitlog has is missing (before the queue's first file, or the queue folder is empty)";
     ConsumequeueTorn = "consumequeue.torn", Error, "non-zero bytes after the first invalid unit, or a partial unit";
     ConsumequeueUnitMismatch = "consumequeue.unit_mismatch", Error, "a unit that does not point at the record it should";
     ConsumequeuePastEnd = "consumequeue.past_end", Error, "a unit pointing past the commitlog's end of data";
@@ -243,6 +244,8 @@ codes! {
     ConfigDelayOffset = "config.delay_offset", Warning, "a delay offset outside its schedule queue";
     ConfigUnknownTopic = "config.unknown_topic", Info, "a consume queue whose topic is not in topics.json";
     ConfigBadBackup = "config.bad_backup", Warning, "a config .bak file that does not parse while the main file does";
+    ConfigDuplicateKey = "config.duplicate_key", Warning, "a consumerOffset.json key (topic@group, or a queue id in one) written twice: fastjson keeps the last";
+    ConfigNegativeOffset = "config.negative_offset", Warning, "a negative committed consumer offset";
     // timer
     TimerNotAFile = "timer.not_a_file", Error, "a timer file or an entry of timerlog/ that is not a regular file";
     TimerForeignFile = "timer.foreign_file", Error, "a file in timerlog/ whose name is not a 20-digit offset";

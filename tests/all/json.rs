@@ -396,6 +396,7 @@ struct Info {
     checkpoint: Option<CheckpointFields>,
     clean_shutdown: bool,
     notes: Vec<String>,
+    needs_verify: Vec<String>,
     group_lag: Vec<InfoGroupLag>,
     delayed: Vec<InfoDelayLevel>,
     retry_dlq: Vec<InfoRetryDlq>,
@@ -439,6 +440,7 @@ struct InfoQueue {
     queue_id: i32,
     min_offset: u64,
     max_offset: u64,
+    files: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -959,6 +961,7 @@ struct VerifySummary {
     index_entries_checked: u64,
     duplicate_uniq_keys: u64,
     findings_not_listed: u64,
+    findings_per_code: std::collections::BTreeMap<String, u64>,
     healthy: bool,
     strict: bool,
     crc_checked: bool,
@@ -990,6 +993,7 @@ struct InfoSummary {
     consumer_groups: usize,
     index_files: usize,
     notes: usize,
+    needs_verify: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1000,6 +1004,7 @@ struct DumpCommitlogSummary {
     files: u64,
     truncated: bool,
     problems: u64,
+    started_at: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1054,6 +1059,7 @@ struct QuerySummary {
     query: String,
     method: String,
     messages: u64,
+    body_crc_failed: Vec<u64>,
     truncated: bool,
     #[serde(default)]
     tag: Option<String>,

@@ -12,6 +12,7 @@ mod damage;
 mod engine;
 mod inspect;
 mod json;
+mod limits;
 mod oracle;
 mod pop;
 mod rebuild;

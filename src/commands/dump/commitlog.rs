@@ -57,8 +57,15 @@ pub(super) fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Resul
         files,
         more,
         problems,
+        started_at,
     } = walked?;
     // notes first: the summary is the last line of stderr (docs/json.md)
+    if let Some(at) = started_at {
+        output::note(&format!(
+            "no record starts at offset {}; starting at the next record, offset {at}",
+            sel.from
+        ));
+    }
     if more {
         output::note_truncated(&format!(
             "--count {limit} reached: more messages follow (continue with --from)"
@@ -74,6 +81,7 @@ pub(super) fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Resul
             "files": files,
             "truncated": more,
             "problems": problems.len(),
+            "started_at": started_at,
         }),
     )?;
     printer.flush()?;

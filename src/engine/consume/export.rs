@@ -541,7 +541,14 @@ pub fn write_store(
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
     }
-    let result = write_into(engine, items, &tmp);
+    // Marked while written: a killed run leaves a folder every read command refuses.
+    let result = crate::engine::store::safedir::mark_stage(&tmp)
+        .map_err(ExportError::from)
+        .and_then(|()| write_into(engine, items, &tmp))
+        .and_then(|s| {
+            crate::engine::store::safedir::unmark_stage(&tmp)?;
+            Ok(s)
+        });
     let mut summary = match result {
         Ok(s) => s,
         Err(e) => {

@@ -80,7 +80,21 @@ fn root_above(path: &Path) -> Option<PathBuf> {
 impl Store {
     /// Open a store root. Values missing from `inputs.flags`/`broker_conf` are inferred from
     /// the files (commitlog and consume queue file sizes, index slots and entries).
+    /// A folder that holds the stage marker (a writer's unfinished output) is refused.
     pub fn open(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
+        if root.is_dir() && root.join(safedir::STAGE_MARKER).exists() {
+            return Err(OpenError::Staged {
+                path: root.to_path_buf(),
+                marker: safedir::STAGE_MARKER,
+            }
+            .into());
+        }
+        Self::open_staged(root, inputs)
+    }
+
+    /// [`Store::open`] that also opens a folder marked as a stage: for the writer that made it,
+    /// to check what it wrote before it removes the marker.
+    pub fn open_staged(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
         let commitlog_dir = root.join(paths::COMMITLOG);
         if !root.is_dir() {
             let path = root.to_path_buf();

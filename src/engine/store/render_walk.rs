@@ -11,6 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
+use crate::engine::check::recovery::resync;
 use crate::engine::store::message_json::RecordFile;
 use crate::format::commitlog::read::{parse_record, Record, Segment};
 use crate::format::commitlog::{walk_map, MessageRef, SegmentEnd};
@@ -32,8 +33,11 @@ pub struct WalkOutcome {
     pub files: u64,
     /// The limit was reached with messages left.
     pub more: bool,
-    /// Damage that stopped a file's walk, said as the broker's recovery would meet it.
+    /// Damage met, said as the broker's recovery would meet it, and where the walk took up
+    /// again after it.
     pub problems: Vec<String>,
+    /// No record starts at [`Selection::from`]: the walk started at this later record.
+    pub started_at: Option<u64>,
 }
 
 /// Records of one commitlog file, in place in its map, for rendering.
@@ -171,15 +175,23 @@ fn walk_all(
     let mut done_bytes = 0u64;
     let mut gap: Option<String> = None;
     let mut hung_up = false;
+    let mut first = true;
     let last = segments.len().saturating_sub(1);
     for (i, seg) in segments.iter().enumerate() {
         if seg.start.saturating_add(seg.len) <= sel.from {
             done_bytes += seg.len;
             continue;
         }
-        let (file_pos, skip_below) = start_in_segment(seg, sel.from);
         out.files += 1;
         let map = Arc::new(seg.map()?);
+        let Some(mut file_pos) = start_in_segment(&map, seg, sel.from) else {
+            done_bytes += seg.len;
+            continue;
+        };
+        if first && sel.from > 0 && seg.start + file_pos != sel.from {
+            out.started_at = Some(seg.start + file_pos);
+        }
+        first = false;
         let new_batch = |seq: u64| Batch {
             seq,
             segment: i,
@@ -189,37 +201,64 @@ fn walk_all(
         let mut batch = new_batch(seq);
         let mut batch_bytes = 0;
         let mut seen = 0u64;
-        let w = walk_map(&map, seg, file_pos, true, false, |m| {
-            seen += 1;
-            if seen.is_multiple_of(4096) {
-                if stop.load(Ordering::Relaxed) {
-                    hung_up = true;
+        // The file is walked as the broker's recovery walks it; at damage the walk takes up again
+        // at the next record (as verify's walk does), and the damaged range is said.
+        let w = loop {
+            let w = walk_map(&map, seg, file_pos, true, false, |m| {
+                seen += 1;
+                if seen.is_multiple_of(4096) {
+                    if stop.load(Ordering::Relaxed) {
+                        hung_up = true;
+                        return ControlFlow::Break(());
+                    }
+                    progress(done_bytes + (m.position - seg.start));
+                }
+                if sel.topic.as_deref().is_some_and(|t| m.topic != t) {
+                    return ControlFlow::Continue(());
+                }
+                if kept >= limit {
+                    out.more = true;
                     return ControlFlow::Break(());
                 }
-                progress(done_bytes + (m.position - seg.start));
-            }
-            if m.position < skip_below || sel.topic.as_deref().is_some_and(|t| m.topic != t) {
-                return ControlFlow::Continue(());
-            }
-            if kept >= limit {
-                out.more = true;
-                return ControlFlow::Break(());
-            }
-            kept += 1;
-            let at = (m.position - seg.start) as usize;
-            batch.records.push(at..at + m.raw.len());
-            batch_bytes += m.raw.len();
-            if batch_bytes >= BATCH_BYTES {
-                seq += 1;
-                batch_bytes = 0;
-                let full = std::mem::replace(&mut batch, new_batch(seq));
-                if tx.send(full).is_err() {
-                    hung_up = true;
-                    return ControlFlow::Break(());
+                kept += 1;
+                let at = (m.position - seg.start) as usize;
+                batch.records.push(at..at + m.raw.len());
+                batch_bytes += m.raw.len();
+                if batch_bytes >= BATCH_BYTES {
+                    seq += 1;
+                    batch_bytes = 0;
+                    let full = std::mem::replace(&mut batch, new_batch(seq));
+                    if tx.send(full).is_err() {
+                        hung_up = true;
+                        return ControlFlow::Break(());
+                    }
                 }
+                ControlFlow::Continue(())
+            });
+            let (Some(e), SegmentEnd::Corrupt { pos }) = (&w.error, &w.end) else {
+                break w;
+            };
+            if w.stopped || hung_up {
+                break w;
             }
-            ControlFlow::Continue(())
-        });
+            let next = resync(&map, pos + 1, seg.start).filter(|&p| {
+                matches!(
+                    parse_record(&map, p, seg.start, false),
+                    Ok(Record::Message(_))
+                )
+            });
+            let Some(next) = next else {
+                break w;
+            };
+            out.problems.push(format!(
+                "{e}; commitlog offsets {}..{next_off} are damaged (the broker's recovery would \
+                 stop there, dropping everything after it); the walk goes on at the next record, \
+                 offset {next_off}",
+                seg.start + *pos as u64,
+                next_off = seg.start + next as u64,
+            ));
+            file_pos = next as u64;
+        };
         if !batch.records.is_empty() {
             seq += 1;
             if tx.send(batch).is_err() {
@@ -249,24 +288,23 @@ fn walk_all(
     Ok(out)
 }
 
-/// Where the walk of `seg` starts for a walk from `from`: the position itself when a message
-/// record starts there, else the file start (records below `from` are skipped).
-fn start_in_segment(seg: &Segment, from: u64) -> (u64, u64) {
+/// Where the walk of `seg` starts for a walk from `from`: the file's start, the position itself
+/// when a record starts there, else the next record after it (`None`: none in this file).
+fn start_in_segment(map: &Mapped, seg: &Segment, from: u64) -> Option<u64> {
     if from <= seg.start {
-        return (0, 0);
+        return Some(0);
     }
-    let pos = from - seg.start;
-    let starts_there = Mapped::open(&seg.path).ok().is_some_and(|m| {
-        usize::try_from(pos).is_ok_and(|p| {
-            matches!(
-                parse_record(&m, p, seg.start, false),
-                Ok(Record::Message(_))
-            )
-        })
-    });
-    if starts_there {
-        (pos, from)
-    } else {
-        (0, from)
+    let pos = usize::try_from(from - seg.start).ok()?;
+    if matches!(
+        parse_record(map, pos, seg.start, false),
+        Ok(Record::Message(_))
+    ) {
+        return Some(pos as u64);
     }
+    let next = resync(map, pos, seg.start)?;
+    matches!(
+        parse_record(map, next, seg.start, false),
+        Ok(Record::Message(_))
+    )
+    .then_some(next as u64)
 }

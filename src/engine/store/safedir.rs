@@ -189,6 +189,35 @@ impl StoreLock {
 /// exchange until the run that made it finishes.
 pub const STAGE_MARKER: &str = ".rmqstore-stage";
 
+/// Mark `dir` (made when missing) as a writer's unfinished output: every read command refuses a
+/// folder that holds the marker, so what a killed writer leaves never looks like a store.
+pub fn mark_stage(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    write_new(&dir.join(STAGE_MARKER), b"")?;
+    sync_dir(dir)
+}
+
+/// The writer finished `dir` (its files synced): the marker goes.
+pub fn unmark_stage(dir: &Path) -> Result<()> {
+    let m = dir.join(STAGE_MARKER);
+    std::fs::remove_file(&m).map_err(|e| Error::io(&m, e))?;
+    sync_dir(dir)
+}
+
+/// Remove a stage this run made, if it is still marked as one; says on stderr when it cannot.
+pub fn remove_stage(dir: &Path) {
+    if !dir.join(STAGE_MARKER).exists() {
+        return;
+    }
+    if let Err(e) = std::fs::remove_dir_all(dir) {
+        eprintln!(
+            "rmqstore: could not remove {} ({e}); it is marked as unfinished ({STAGE_MARKER}): \
+             remove it",
+            dir.display()
+        );
+    }
+}
+
 /// Hard-link the tree `from` to `to` exactly as it is: folders are made, every other entry
 /// (files, symlinks, FIFOs) is linked as itself; symlinked folders are not followed.
 pub fn link_all(from: &Path, to: &Path) -> Result<()> {

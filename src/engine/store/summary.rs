@@ -34,6 +34,9 @@ pub struct Info {
     pub checkpoint: Option<Checkpoint>,
     pub clean_shutdown: bool,
     pub notes: Vec<String>,
+    /// Signs of damage seen without reading the data (an unclean shutdown, consume queue files
+    /// missing or of the wrong size): run `verify`. Empty: none seen, which proves nothing.
+    pub needs_verify: Vec<String>,
     /// Lag summed over every topic and queue of each consumer group.
     pub group_lag: Vec<GroupLag>,
     /// Delayed messages still waiting, per delay level.
@@ -122,6 +125,8 @@ pub struct QueueInfo {
     pub queue_id: i32,
     pub min_offset: u64,
     pub max_offset: u64,
+    /// Consume queue files in its folder (0: its offsets are unknown, not 0).
+    pub files: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -203,13 +208,48 @@ pub fn gather(store: &Store) -> Result<Info> {
         message_versions: versions,
     };
 
+    // Signs of damage seen without reading the data: what `verify` should look at.
+    let mut needs_verify = Vec::new();
+    if store.abort.present {
+        needs_verify.push(
+            "unclean shutdown: the abort file is present (the broker recovers abnormally)".into(),
+        );
+    }
+    if !cl
+        .layout_issues(store.geometry.commitlog_file_size.value)
+        .is_empty()
+    {
+        needs_verify
+            .push("the commitlog files' sizes or names do not fit together (see notes)".into());
+    }
     let mut topics: Vec<TopicInfo> = Vec::new();
     for ((topic, qid), cq) in &store.queues {
         let q = QueueInfo {
             queue_id: *qid,
             min_offset: cq.min_offset(commitlog.min_offset)?,
             max_offset: cq.max_offset()?,
+            files: cq.files.len(),
         };
+        if cq.files.is_empty() {
+            needs_verify.push(format!(
+                "{topic}/{qid}: the queue folder holds no consume queue file (deleted?)"
+            ));
+        }
+        // Nothing has expired while the commitlog starts at 0: every queue starts at 0 too.
+        if let Some(f) = cq
+            .files
+            .first()
+            .filter(|f| f.start > 0 && cl.min_offset() == 0)
+        {
+            needs_verify.push(format!(
+                "{topic}/{qid}: its first consume queue file starts at queue offset {} while the \
+                 commitlog holds all its data from offset 0: the files before it are missing",
+                f.start / crate::format::consumequeue::UNIT_SIZE as u64
+            ));
+        }
+        for f in crate::format::consumequeue::check::check_files(cq) {
+            needs_verify.push(f.message);
+        }
         match topics.last_mut() {
             Some(t) if &t.topic == topic => t.queues.push(q),
             _ => topics.push(TopicInfo {
@@ -312,6 +352,7 @@ pub fn gather(store: &Store) -> Result<Info> {
         checkpoint,
         clean_shutdown: !store.abort.present,
         notes,
+        needs_verify,
         group_lag,
         delayed,
         retry_dlq,

@@ -333,8 +333,8 @@ fn value(i: &[u8], total: usize, depth: usize) -> PResult<'_, Node> {
             let (rest, items) = array(i, total, depth)?;
             Ok((rest, node(NodeKind::Array(items))))
         }
-        Some(b'"') => {
-            let (rest, s) = string(i)?;
+        Some(&q @ (b'"' | b'\'')) => {
+            let (rest, s) = quoted(i, q)?;
             Ok((rest, node(NodeKind::String(s))))
         }
         Some(b't') => {
@@ -390,6 +390,27 @@ fn number(i: &[u8]) -> PResult<'_, String> {
     Ok((rest, raw.iter().map(|&b| b as char).collect()))
 }
 
+/// The first byte of a key fastjson reads without quotes (its default `AllowUnQuotedFieldNames`):
+/// a letter, `_`, `$`, or a byte of a non-ASCII character.
+fn identifier_start(b: u8) -> bool {
+    b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// A key without quotes (`{brokerName:"a"}`): up to the first byte that is not a letter, digit,
+/// `_`, `$` or part of a non-ASCII character, as fastjson's `scanSymbolUnQuoted` reads it.
+fn unquoted_key(i: &[u8]) -> PResult<'_, String> {
+    let (rest, raw) =
+        take_while::<_, &[u8], JErr<'_>>(|b| identifier_start(b) || b.is_ascii_digit())(i)?;
+    match std::str::from_utf8(raw) {
+        Ok(s) => Ok((rest, s.to_string())),
+        Err(e) => invalid(
+            raw.get(e.valid_up_to()..).unwrap_or_default(),
+            "object key",
+            "invalid UTF-8 in a key without quotes".to_string(),
+        ),
+    }
+}
+
 /// A bare integer key (`-?digits`) as an i64.
 fn int_key(i: &[u8]) -> PResult<'_, i64> {
     let (rest, raw) = token(
@@ -408,12 +429,17 @@ fn int_key(i: &[u8]) -> PResult<'_, i64> {
     }
 }
 
-/// A double-quoted string starting at `i` (which must start with '"').
-fn string(i: &[u8]) -> PResult<'_, String> {
-    let (mut i, _) = token(i, "'\"'", nom_char('"'))?;
+/// A string in `q` quotes (`"` or, as fastjson's default `AllowSingleQuotes` takes, `'`)
+/// starting at `i`.
+fn quoted(i: &[u8], q: u8) -> PResult<'_, String> {
+    let (mut i, _) = if q == b'"' {
+        token(i, "'\"'", nom_char('"'))?
+    } else {
+        token(i, "'\\''", nom_char('\''))?
+    };
     let mut out = String::new();
     loop {
-        let (rest, chunk) = take_while::<_, &[u8], JErr<'_>>(|b| b != b'"' && b != b'\\')(i)?;
+        let (rest, chunk) = take_while::<_, &[u8], JErr<'_>>(|b| b != q && b != b'\\')(i)?;
         match std::str::from_utf8(chunk) {
             Ok(s) => out.push_str(s),
             Err(e) => {
@@ -430,8 +456,9 @@ fn string(i: &[u8]) -> PResult<'_, String> {
             }
         }
         match rest.first() {
-            None => return fail(rest, "closing '\"' of a string"),
-            Some(b'"') => return Ok((rest.get(1..).unwrap_or_default(), out)),
+            None if q == b'"' => return fail(rest, "closing '\"' of a string"),
+            None => return fail(rest, "closing '\\'' of a string"),
+            Some(&b) if b == q => return Ok((rest.get(1..).unwrap_or_default(), out)),
             Some(_) => {
                 let (rest, c) = escape(rest)?;
                 out.push(c);
@@ -448,6 +475,7 @@ fn escape(i: &[u8]) -> PResult<'_, char> {
     match after.first() {
         None => fail(after, "an escape character after '\\'"),
         Some(b'"') => simple('"'),
+        Some(b'\'') => simple('\''),
         Some(b'\\') => simple('\\'),
         Some(b'/') => simple('/'),
         Some(b'b') => simple('\u{8}'),
@@ -488,7 +516,7 @@ fn escape(i: &[u8]) -> PResult<'_, char> {
                 None => invalid(i, "string escape", format!("bad surrogate pair U+{code:X}")),
             }
         }
-        Some(_) => fail(after, "one of \" \\ / b f n r t u after '\\'"),
+        Some(_) => fail(after, "one of \" ' \\ / b f n r t u after '\\'"),
     }
 }
 
@@ -528,8 +556,12 @@ fn object(i: &[u8], total: usize, depth: usize) -> PResult<'_, Vec<NodeEntry>> {
     loop {
         let key_offset = total.saturating_sub(i.len()) as u64;
         let (rest, key) = match i.first() {
-            Some(b'"') => {
-                let (rest, s) = string(i)?;
+            Some(&q @ (b'"' | b'\'')) => {
+                let (rest, s) = quoted(i, q)?;
+                (rest, JsonKey::Str(s))
+            }
+            Some(&b) if identifier_start(b) => {
+                let (rest, s) = unquoted_key(i)?;
                 (rest, JsonKey::Str(s))
             }
             Some(b'-' | b'0'..=b'9') => {
@@ -544,8 +576,8 @@ fn object(i: &[u8], total: usize, depth: usize) -> PResult<'_, Vec<NodeEntry>> {
                     .collect();
                 (rest, JsonKey::Bean(fields))
             }
-            _ if entries.is_empty() => return fail(i, "'\"', an integer key or '}'"),
-            _ => return fail(i, "'\"' or an integer key"),
+            _ if entries.is_empty() => return fail(i, "a key ('\"', a name or an integer) or '}'"),
+            _ => return fail(i, "a key ('\"', a name or an integer)"),
         };
         let rest = ws(rest);
         let (rest, _) = token(rest, "':' after an object key", nom_char(':'))?;

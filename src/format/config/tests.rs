@@ -178,6 +178,33 @@ fn parses_strict_json_and_fastjson_keys() {
     assert_eq!(parse(b"-0").expect("parse"), JsonValue::Number("-0".into()));
 }
 
+/// fastjson's default features (`AllowUnQuotedFieldNames`, `AllowSingleQuotes`) let the broker
+/// read keys without quotes and strings in single quotes: so does the reader.
+#[test]
+fn parses_unquoted_and_single_quoted_keys_and_strings() {
+    let v =
+        parse(b"{offsetTable:{'T@G':{0:5}}, $x_1 : 'it\\'s \"q\"', n\xc3\xa9:1}").expect("parse");
+    assert_eq!(
+        v,
+        JsonValue::Object(vec![
+            (
+                JsonKey::from("offsetTable"),
+                JsonValue::Object(vec![(
+                    JsonKey::from("T@G"),
+                    JsonValue::Object(vec![(JsonKey::Int(0), JsonValue::int(5))])
+                )])
+            ),
+            (JsonKey::from("$x_1"), JsonValue::str("it's \"q\"")),
+            (JsonKey::from("n\u{e9}"), JsonValue::int(1)),
+        ])
+    );
+    // such a file is the main file, not a reason to fall back to the .bak
+    let dir = setup(Some(b"{offsetTable:{1:40}}"), Some(OLDER.as_bytes()));
+    let l = load::<DelayOffsets>(dir.path()).expect("load");
+    assert_eq!(l.source, ConfigSource::Main);
+    assert_eq!(l.value.get(1), Some(40));
+}
+
 #[test]
 fn parses_escapes_and_surrogates() {
     let v = parse(br#""a\"\\\/\b\f\n\r\t\u0041\u00e9\u20AC\uD83D\uDE00""#).expect("parse");
@@ -201,13 +228,14 @@ fn errors_name_offset_and_expectation() {
         (b"   ", 3, "a JSON value"),
         (b"{\"a\":1", 6, "',' or '}' after an object entry"),
         (b"{\"a\" 1}", 5, "':' after an object key"),
-        (b"{\"a\":1,}", 7, "'\"' or an integer key"),
-        (b"{x:1}", 1, "'\"', an integer key or '}'"),
+        (b"{\"a\":1,}", 7, "a key ('\"', a name or an integer)"),
+        (b"{:1}", 1, "a key ('\"', a name or an integer) or '}'"),
+        (b"{'a:1}", 6, "closing '\\'' of a string"),
         (b"[1,2", 4, "',' or ']' after an array item"),
         (b"[1 2]", 3, "',' or ']' after an array item"),
         (b"{\"a\":tru}", 5, "true"),
         (b"\"abc", 4, "closing '\"' of a string"),
-        (b"\"a\\q\"", 3, "one of \" \\ / b f n r t u"),
+        (b"\"a\\q\"", 3, "one of \" ' \\ / b f n r t u"),
         (b"\"\\u12G4\"", 3, "four hex digits"),
         (b"\"\\uD83D\"", 7, "low surrogate"),
         (b"\"\\uD83D\\u0041\"", 9, "low surrogate"),

@@ -40,6 +40,16 @@ pub enum OpenError {
         path.display()
     )]
     NotAStoreFile { path: PathBuf },
+    /// A folder that holds the stage marker: a writer (rebuild, repair, export, gen) was
+    /// stopped while it wrote it, or before it finished switching it in.
+    #[error(
+        "{}: holds {marker}: an rmqstore writer was stopped before it finished this folder, so it \
+         may be incomplete; remove the folder and run the command that wrote it again (for a \
+         store switched in by `repair --in-place` or `rebuild --in-place`, run that command \
+         again: it finishes the switch)",
+        path.display()
+    )]
+    Staged { path: PathBuf, marker: &'static str },
 }
 
 impl OpenError {
@@ -51,7 +61,8 @@ impl OpenError {
             | OpenError::NotADirectory { path, .. }
             | OpenError::NotAStoreRoot { path, .. }
             | OpenError::NoSuchFile { path }
-            | OpenError::NotAStoreFile { path } => path,
+            | OpenError::NotAStoreFile { path }
+            | OpenError::Staged { path, .. } => path,
         }
     }
 }

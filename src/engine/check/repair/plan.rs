@@ -164,13 +164,17 @@ pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Pl
     })
 }
 
-/// Findings above info about `part` of the store (`index`, `consumequeue`).
+/// Findings above info about `part` of the store (`index`, `consumequeue`): all of them, not
+/// only those listed under the per-code cap.
 fn problems(report: &Report, part: &str) -> usize {
     report
-        .findings
+        .summary
+        .findings_per_code
         .iter()
-        .filter(|f| f.code.part() == part && f.severity > Severity::Info)
-        .count()
+        .filter_map(|(code, n)| Some((crate::format::finding::Code::from_name(code)?, *n)))
+        .filter(|(c, _)| c.part() == part && c.severity() > Severity::Info)
+        .map(|(_, n)| n as usize)
+        .sum()
 }
 
 /// The plan being worked out: what becomes of each commitlog file, the bytes written over in

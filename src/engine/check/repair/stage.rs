@@ -55,8 +55,20 @@ pub fn apply(store: &Store, plan: &Plan, stage: &Path, repair_name: &str) -> Res
     m.removed = std::mem::take(&mut st.removed);
     let text = serde_json::to_string_pretty(&m).unwrap_or_default();
     write_new(&repair.join("manifest.json"), text.as_bytes())?;
+    stopped(store, plan)?;
     sync_tree(stage)?;
+    stopped(store, plan)?;
     Ok(m)
+}
+
+/// The run was interrupted: every step that takes long (each commitlog file, the comparisons, the
+/// copies, the fsync) checks it, so that the stage is removed promptly, before a supervisor that
+/// sent SIGTERM follows with SIGKILL.
+fn stopped(store: &Store, plan: &Plan) -> Result<()> {
+    if plan.rebuild.interrupted() {
+        return Err(Error::interrupted(&store.root, "repair"));
+    }
+    Ok(())
 }
 
 /// Everything of the stage but the salvage: the kept commitlog, queues and index rebuilt from
@@ -68,6 +80,7 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
     let cl = stage.join(paths::COMMITLOG);
     std::fs::create_dir_all(&cl).map_err(|e| Error::io(&cl, e))?;
     for (i, seg) in store.commitlog.segments.iter().enumerate() {
+        stopped(store, plan)?;
         let relp = rel(store, &seg.path);
         let name = seg.path.file_name().map(PathBuf::from).unwrap_or_default();
         match plan.fates.get(i).cloned().unwrap_or(Fate::Keep) {
@@ -114,12 +127,15 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
     };
     let summary = rebuild_from(&src, stage, &plan.rebuild, &|_| {})?;
     m.messages_kept = summary.records;
+    stopped(store, plan)?;
     st.compare_tree(
         &store.root.join(paths::CONSUMEQUEUE),
         &stage.join(paths::CONSUMEQUEUE),
         "the consume queues were rebuilt",
     )?;
+    stopped(store, plan)?;
     compare_index(st, stage)?;
+    stopped(store, plan)?;
 
     // Checkpoint set to the data: its times from the kept records, its offsets within them.
     let old = store.checkpoint().ok().flatten().unwrap_or_default();
@@ -149,12 +165,14 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
     for (e, why) in &plan.set_aside {
         st.set_aside(e, why)?;
     }
+    stopped(store, plan)?;
     let timer_written = super::timer::TimerPlan::written(plan.timer.as_ref());
     copy_others(store, stage, st, &timer_written)?;
     if let Some(t) = &plan.timer {
         super::timer::stage(store, t, stage, st)?;
     }
     copy_config(store, stage, plan, st)?;
+    stopped(store, plan)?;
     Ok(m)
 }
 

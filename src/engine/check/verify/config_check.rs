@@ -34,6 +34,65 @@ fn text_offset(path: &Path, needle: &str) -> u64 {
         .map_or(0, |p| p as u64)
 }
 
+/// Keys of consumerOffset.json written twice: a `topic@group` in `offsetTable`, or a queue id in
+/// one entry. fastjson puts the entries into a map in file order, so the last one wins and the
+/// others are never read. Read from the file's JSON (the typed table keeps only the last).
+fn offset_key_findings(path: &Path, opts: &VerifyOptions, sink: &mut Sink) {
+    use crate::format::config::JsonValue;
+    let Some(bytes) = crate::format::config::read_config_bytes(path)
+        .ok()
+        .flatten()
+    else {
+        return;
+    };
+    let Ok(v) = crate::format::config::parse(&bytes) else {
+        return;
+    };
+    let Some(JsonValue::Object(table)) = v.get("offsetTable") else {
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for (k, queues) in table {
+        let key = k.name();
+        let (topic, group) = key.split_once('@').unwrap_or((&key, ""));
+        if !opts.in_topic(topic) {
+            continue;
+        }
+        let at = text_offset(path, &format!("\"{key}\""));
+        if !seen.insert(key.clone()) {
+            sink.push(
+                Finding::new(
+                    Code::ConfigDuplicateKey,
+                    path,
+                    at,
+                    format!("offsetTable has the key {key:?} more than once"),
+                )
+                .with_action("fastjson keeps the last entry; the earlier ones are never read"),
+            );
+        }
+        let JsonValue::Object(queues) = queues else {
+            continue;
+        };
+        let mut ids = std::collections::HashSet::new();
+        for (q, _) in queues {
+            let q = q.name();
+            if !ids.insert(q.clone()) {
+                sink.push(
+                    Finding::new(
+                        Code::ConfigDuplicateKey,
+                        path,
+                        at,
+                        format!("group {group} on {topic} has queue {q} more than once"),
+                    )
+                    .with_action(
+                        "fastjson keeps the last offset of the queue; the earlier ones are never read",
+                    ),
+                );
+            }
+        }
+    }
+}
+
 pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Sink) {
     use crate::format::config::{CONSUMER_OFFSET_FILE, DELAY_OFFSET_FILE, TOPICS_FILE};
     let cl_min = store.commitlog.min_offset();
@@ -48,6 +107,7 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
     };
     let co_path = store.config_dir().join(CONSUMER_OFFSET_FILE);
     if let Some(co) = load_checked::<ConsumerOffsets>(store, sink) {
+        offset_key_findings(&co_path, opts, sink);
         for (topic, group, queues) in co.iter() {
             if !opts.in_topic(topic) {
                 continue;
@@ -68,7 +128,20 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
             let at = text_offset(&co_path, &format!("\"{topic}@{group}\""));
             for &(qid, off) in queues {
                 let (min, max) = bounds(topic, qid);
-                if off > max as i64 {
+                if off < 0 {
+                    sink.push(
+                        Finding::new(
+                            Code::ConfigNegativeOffset,
+                            &co_path,
+                            at,
+                            format!("group {group} on {topic}/{qid} is at offset {off}"),
+                        )
+                        .with_action(
+                            "the broker answers it as committed; a client takes a negative offset \
+                             for none and starts where its ConsumeFromWhere says (or at 0)",
+                        ),
+                    );
+                } else if off > max as i64 {
                     sink.push(
                         Finding::new(
                             Code::ConfigOffsetAboveMax,
@@ -136,13 +209,16 @@ pub(super) fn config_findings(store: &Store, opts: &VerifyOptions, sink: &mut Si
         t_path.exists() || crate::format::config::with_suffix(&t_path, ".bak").exists();
     if let Some(t) = load_checked::<TopicConfigs>(store, sink) {
         if topics_present {
+            // looked up by name once per queue: a scan of the table each time is quadratic
+            let by_name: std::collections::HashMap<&str, &crate::format::config::TopicConfig> =
+                t.table.iter().map(|(k, c)| (k.as_str(), c)).collect();
             for ((topic, qid), cq) in &store.queues {
                 // System topics (retry, DLQ, transactions, schedule) are created on the fly and
                 // not always persisted.
                 if !opts.in_topic(topic) || crate::engine::store::dispatch::is_system_topic(topic) {
                     continue;
                 }
-                match t.get(topic) {
+                match by_name.get(topic.as_str()) {
                     None => sink.push(Finding::new(
                         Code::ConfigUnknownTopic,
                         &cq.dir,

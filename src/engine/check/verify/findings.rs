@@ -350,6 +350,7 @@ pub(super) fn dup_findings(
         cl_min: 0,
         plan: None,
         cq_maps: None,
+        claimable: None,
     };
     let uniq = |off: u64| -> Option<String> {
         record_at(&cctx, off)
@@ -377,6 +378,21 @@ pub(super) fn dup_findings(
     }
 }
 
+/// The first queue offset below the queue's end that neither the walk nor the queue's check
+/// matched with its record (`None` when it is not known or there is none).
+pub(super) fn first_missing(run: Option<&QueueRun>, r: &CqResult) -> Option<u64> {
+    let run = run?;
+    if run.ranges_overflow || r.ranges_overflow {
+        return None;
+    }
+    // queue offsets as the records store them; the units of a queue start at 0
+    let lo = u64::try_from(run.first_q).unwrap_or(0);
+    let hi = u64::try_from(run.next_q).unwrap_or(0).min(run.cq_end);
+    let mut all = run.ranges.clone();
+    all.extend_from_slice(&r.ranges);
+    first_unmatched(&normalized(all), lo, hi)
+}
+
 pub(super) fn missing_findings(
     cq: &ConsumeQueue,
     run: Option<&QueueRun>,
@@ -392,16 +408,8 @@ pub(super) fn missing_findings(
     let matched = run.matched + r.matched;
     if opts.sample.max(1) == 1 && below > matched {
         let missing = below - matched;
-        // queue offsets as the records store them; the units of a queue start at 0
         let lo = u64::try_from(run.first_q).unwrap_or(0);
-        let hi = u64::try_from(run.next_q).unwrap_or(0).min(cq_end);
-        let first = if run.ranges_overflow || r.ranges_overflow {
-            None
-        } else {
-            let mut all = run.ranges.clone();
-            all.extend_from_slice(&r.ranges);
-            first_unmatched(&normalized(all), lo, hi)
-        };
+        let first = r.first_missing;
         let (path, pos) = unit_location(cq, first.unwrap_or(lo));
         sink.push(
             Finding::new(
@@ -443,4 +451,56 @@ pub(super) fn missing_findings(
             );
         }
     }
+}
+
+/// The consume queue files missing before a queue's first file (or all of them, in an empty
+/// folder) where the commitlog holds records of the queue below the broker's re-dispatch point:
+/// named, as the units those files held are gone for good. (A file missing between two others is
+/// `consumequeue.gap`.)
+pub(super) fn missing_file_findings(
+    cq: &ConsumeQueue,
+    run: Option<&QueueRun>,
+    redispatch_from: u64,
+    sink: &mut Sink,
+) {
+    let Some(run) = run else { return };
+    if run.count == 0 || run.first_pos >= redispatch_from {
+        return;
+    }
+    let unit = crate::format::consumequeue::UNIT_SIZE as u64;
+    let fs = cq.file_size.max(unit);
+    let first_q = u64::try_from(run.first_q).unwrap_or(0);
+    let next_q = u64::try_from(run.next_q).unwrap_or(0).max(first_q + 1);
+    let from = first_q.saturating_mul(unit) / fs * fs;
+    let to = match cq.files.first() {
+        Some(f) if f.start > from => f.start,
+        Some(_) => return,
+        None => next_q.saturating_mul(unit).div_ceil(fs).saturating_mul(fs),
+    };
+    let files = (to - from).div_ceil(fs);
+    let first = crate::format::filename::offset_to_name(from);
+    sink.push(
+        Finding::new(
+            Code::ConsumequeueMissingFile,
+            &cq.dir.join(&first),
+            0,
+            format!(
+                "{}/{}: consume queue file {first}{} missing: the commitlog holds records of the \
+                 queue from queue offset {first_q} (commitlog offset {}), whose units it held",
+                cq.topic,
+                cq.queue_id,
+                if files > 1 {
+                    format!(" and the {} after it are", files - 1)
+                } else {
+                    " is".to_string()
+                },
+                run.first_pos
+            ),
+        )
+        .with_action(format!(
+            "the broker loads the files it finds and re-dispatches only from commitlog offset \
+             {redispatch_from}: consumers cannot read the records whose units were in the missing \
+             files"
+        )),
+    );
 }

@@ -42,7 +42,7 @@ use crate::engine::check::recovery::{self, FileWalk, RecoveryMode, RecoveryPlan}
 use crate::engine::store::{paths, Store};
 use crate::format::consumequeue::ConsumeQueue;
 use crate::format::error::Result;
-use crate::format::finding::{Code, Finding, Severity};
+use crate::format::finding::{Code, Finding};
 
 mod config_check;
 mod dups;
@@ -56,6 +56,7 @@ mod queue_runs;
 mod recovery_findings;
 mod scan;
 mod seg_state;
+mod sink;
 #[cfg(test)]
 mod tests;
 mod timer;
@@ -64,7 +65,8 @@ use config_check::config_findings;
 use dups::DupWindow;
 pub use dups::DUP_WINDOW;
 use findings::{
-    dup_findings, entry_findings, gap_findings, header_findings, layout_findings, missing_findings,
+    dup_findings, entry_findings, first_missing, gap_findings, header_findings, layout_findings,
+    missing_file_findings, missing_findings,
 };
 use index_stream::{
     entries_outside_commitlog, index_file_findings, index_findings, open_index, IndexStream,
@@ -77,6 +79,7 @@ use recovery_findings::{
 };
 pub use scan::PIECE;
 use scan::{scan_piece, Ctx, IndexTally, Merged, Span};
+use sink::Sink;
 /// Default cap of findings listed per code.
 pub const DEFAULT_MAX_PER_CODE: usize = 1000;
 
@@ -207,6 +210,8 @@ pub struct Summary {
     pub duplicate_uniq_keys: u64,
     /// Findings counted but not listed (over the per-code cap).
     pub findings_not_listed: u64,
+    /// Every finding counted, per code (listed or not), sorted by code.
+    pub findings_per_code: BTreeMap<&'static str, u64>,
     /// No errors (and, with `strict`, no warnings).
     pub healthy: bool,
     pub strict: bool,
@@ -244,53 +249,6 @@ pub struct Report {
     /// damaged header to explain it, in commitlog order.
     #[serde(skip)]
     pub queue_breaks: Vec<u64>,
-}
-
-// ---------------------------------------------------------------------------------------------
-// Collecting findings with a cap per code.
-
-#[derive(Debug, Default)]
-struct Sink {
-    list: Vec<Finding>,
-    per_code: HashMap<Code, usize>,
-    dropped: [u64; 3],
-    cap: usize,
-}
-
-fn sev_index(s: Severity) -> usize {
-    match s {
-        Severity::Info => 0,
-        Severity::Warning => 1,
-        Severity::Error => 2,
-    }
-}
-
-impl Sink {
-    fn new(cap: usize) -> Self {
-        Sink {
-            cap,
-            ..Default::default()
-        }
-    }
-
-    fn push(&mut self, f: Finding) {
-        let n = self.per_code.entry(f.code).or_insert(0);
-        if *n < self.cap {
-            *n += 1;
-            self.list.push(f);
-        } else {
-            self.dropped[sev_index(f.severity)] += 1;
-        }
-    }
-
-    fn absorb(&mut self, other: Sink) {
-        for f in other.list {
-            self.push(f);
-        }
-        for i in 0..3 {
-            self.dropped[i] += other.dropped[i];
-        }
-    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -526,7 +484,32 @@ fn verify_with_side(
     // and the walk saw, then the findings of each.
     let mut cq_units = 0u64;
     let mut queues_checked = 0u64;
+    let lone: Vec<(u64, QueueSlot)> = merged
+        .queues
+        .iter()
+        .filter(|((t, q), run)| run.count == 1 && !store.queues.contains_key(&(t.clone(), *q)))
+        .map(|((t, q), run)| {
+            (
+                run.first_pos,
+                QueueSlot {
+                    topic: t.clone(),
+                    queue_id: *q,
+                    queue_offset: run.first_q,
+                },
+            )
+        })
+        .collect();
+    // The records a unit's claim can be judged about (see `headers::judge`): claims about others
+    // are never taken, and a store with many wrong units would keep one per unit.
+    let claimable: std::collections::HashSet<u64> = merged
+        .suspects
+        .iter()
+        .map(|s| s.offset)
+        .chain(lone.iter().map(|(o, _)| *o))
+        .chain(merged.gaps.iter().flat_map(|g| [g.offset, g.prev_offset]))
+        .collect();
     let mut checked: Vec<(&ConsumeQueue, CqResult)> = Vec::new();
+    let cq_sink = Mutex::new(Sink::new(opts.max_per_code));
     if want_cq {
         let cq_maps = std::mem::take(&mut *ctx.cq_maps.lock().unwrap_or_else(|e| e.into_inner()));
         let cctx = CqCtx {
@@ -537,6 +520,7 @@ fn verify_with_side(
             cl_min: store.commitlog.min_offset(),
             plan: plan.as_ref(),
             cq_maps: Some(&cq_maps),
+            claimable: Some(&claimable),
         };
         let list: Vec<&ConsumeQueue> = store
             .queues
@@ -556,11 +540,19 @@ fn verify_with_side(
                         Err(crate::format::Error::interrupted(&store.root, "verify")),
                     );
                 }
-                let r = check_queue(
-                    &cctx,
-                    cq,
-                    merged.queues.get(&(cq.topic.clone(), cq.queue_id)),
-                );
+                let run = merged.queues.get(&(cq.topic.clone(), cq.queue_id));
+                // Only what the judgement and the missing units need stays: the findings go to
+                // the capped sink, the matched ranges are reduced to the first gap in them.
+                let r = check_queue(&cctx, cq, run).map(|mut r| {
+                    let found = std::mem::take(&mut r.findings);
+                    cq_sink
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .absorb(found);
+                    r.first_missing = first_missing(run, &r);
+                    r.ranges = Vec::new();
+                    r
+                });
                 let d = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if let Some(p) = progress {
                     p(Phase::ConsumeQueues, d, n);
@@ -581,21 +573,6 @@ fn verify_with_side(
             claim_findings.push(f);
         }
     }
-    let lone: Vec<(u64, QueueSlot)> = merged
-        .queues
-        .iter()
-        .filter(|((t, q), run)| run.count == 1 && !store.queues.contains_key(&(t.clone(), *q)))
-        .map(|((t, q), run)| {
-            (
-                run.first_pos,
-                QueueSlot {
-                    topic: t.clone(),
-                    queue_id: *q,
-                    queue_offset: run.first_q,
-                },
-            )
-        })
-        .collect();
     let ends: Vec<headers::QueueEnds> = merged
         .queues
         .iter()
@@ -628,9 +605,9 @@ fn verify_with_side(
         }
     }
     // Index entries of a record whose topic changed do not hash to it: one damage, one finding.
-    sink.list.retain(|f| {
-        !(matches!(f.code, Code::IndexDanglingEntry | Code::IndexMissingKey)
-            && f.record.is_some_and(|o| judgement.is_damaged(o)))
+    sink.retract(|f| {
+        matches!(f.code, Code::IndexDanglingEntry | Code::IndexMissingKey)
+            && f.record.is_some_and(|o| judgement.is_damaged(o))
     });
     // What damaged records were counted as in the queues they name.
     let mut miscounted: HashMap<(String, i32), Vec<i64>> = HashMap::new();
@@ -663,10 +640,9 @@ fn verify_with_side(
             let run = corrected(&key, merged.queues.get(&key));
             seen_queues.insert(key);
             missing_findings(cq, run.as_ref(), &r, redispatch_from, opts, &mut sink);
-            for f in r.findings {
-                sink.push(f);
-            }
+            missing_file_findings(cq, run.as_ref(), redispatch_from, &mut sink);
         }
+        sink.absorb(cq_sink.into_inner().unwrap_or_else(|e| e.into_inner()));
         // Queues with records but no consume queue folder at all.
         let mut orphan: Vec<(&(String, i32), &QueueRun)> = merged
             .queues
@@ -713,7 +689,7 @@ fn verify_with_side(
 
     sink.absorb(config);
 
-    let mut findings = std::mem::take(&mut sink.list);
+    let (mut findings, per_code, counts) = sink.finish();
     locate::locate(store, &mut findings);
     findings.sort_by(|a, b| {
         b.severity
@@ -721,11 +697,7 @@ fn verify_with_side(
             .then_with(|| a.file.cmp(&b.file))
             .then_with(|| a.offset.cmp(&b.offset))
     });
-    let mut counts = sink.dropped;
-    for f in &findings {
-        counts[sev_index(f.severity)] += 1;
-    }
-    let not_listed = sink.dropped.iter().sum();
+    let not_listed = counts.iter().sum::<u64>() - findings.len() as u64;
     let healthy = counts[2] == 0 && !(opts.strict && counts[1] > 0);
     let parts = Part::ALL
         .iter()
@@ -745,6 +717,7 @@ fn verify_with_side(
         index_entries_checked: merged.idx.checked,
         duplicate_uniq_keys: dups.found,
         findings_not_listed: not_listed,
+        findings_per_code: per_code.iter().map(|(c, n)| (c.as_str(), *n)).collect(),
         healthy,
         strict: opts.strict,
         crc_checked: opts.check_crc,

@@ -2,12 +2,13 @@
 //! beside the format ([`check_files`], [`check_unit`]), and the units no record matched during
 //! the commitlog pass checked against the bytes they point at.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::props::FastMap;
 use super::queue_runs::{add_range, QueueRun};
-use super::VerifyOptions;
+use super::{Sink, VerifyOptions};
 use crate::engine::check::headers::{Claim, QueueSlot};
 use crate::engine::check::recovery::{self, RecoveryPlan};
 use crate::engine::store::dispatch::record_tags_code;
@@ -46,19 +47,23 @@ impl<'a> LazyMaps<'a> {
 
 #[derive(Default)]
 pub(super) struct CqResult {
+    /// The first queue offset below the queue's end no record's unit matched (worked out once
+    /// the queue is checked, when `ranges` go).
+    pub(super) first_missing: Option<u64>,
     pub(super) units: u64,
     /// Units matched here (by reading their record) that no record matched during the scan.
     pub(super) matched: u64,
     pub(super) ranges: Vec<(u64, u64)>,
     pub(super) ranges_overflow: bool,
-    pub(super) findings: Vec<Finding>,
+    pub(super) findings: Sink,
     /// Units that point at a record with its size and tags code while the record names another
     /// topic, queue or queue offset (one field apart): evidence for [`headers::judge`], with the
     /// finding reported if the judgement does not take it.
     pub(super) claims: Vec<(Claim, Finding)>,
 }
 
-const MAX_CQ_FINDINGS: usize = 64;
+/// Claims kept per queue.
+const MAX_CQ_CLAIMS: usize = 64;
 
 impl CqResult {
     fn matched_q(&mut self, q: u64) {
@@ -67,9 +72,7 @@ impl CqResult {
     }
 
     fn push(&mut self, f: Finding) {
-        if self.findings.len() < MAX_CQ_FINDINGS {
-            self.findings.push(f);
-        }
+        self.findings.push(f);
     }
 }
 
@@ -110,6 +113,10 @@ pub(super) struct CqCtx<'a> {
     pub(super) plan: Option<&'a RecoveryPlan>,
     /// Consume queue files the commitlog pass mapped (their pages are mapped already).
     pub(super) cq_maps: Option<&'a FastMap<PathBuf, Arc<Mapped>>>,
+    /// Commitlog offsets of the records a claim can be judged about (records the walk saw
+    /// break a rule, alone in their queue, or where a queue's offsets break): a claim about
+    /// another record is never taken, so it is not kept. `None`: every claim is kept.
+    pub(super) claimable: Option<&'a HashSet<u64>>,
 }
 
 /// Why no message record was found at a commitlog offset a unit points at.
@@ -217,7 +224,10 @@ pub(super) fn check_queue(
     cq: &ConsumeQueue,
     run: Option<&QueueRun>,
 ) -> Result<CqResult> {
-    let mut r = CqResult::default();
+    let mut r = CqResult {
+        findings: Sink::new(c.opts.max_per_code),
+        ..CqResult::default()
+    };
     // Units the scan already matched with their record need no second look.
     let done = match run {
         Some(run) if !run.ranges_overflow => normalized(run.ranges.clone()),
@@ -358,8 +368,13 @@ pub(super) fn check_queue(
                     "consumers of {name} at queue offset {q} get the bytes at offset {uoff} \
                      (a wrong message, or a pull error); the broker never rewrites the unit"
                 ));
+                let judged = |cl: &Claim| {
+                    cl.sys_flag.is_some() || c.claimable.is_none_or(|s| s.contains(&cl.offset))
+                };
                 match claim {
-                    Some(cl) if r.claims.len() < MAX_CQ_FINDINGS => r.claims.push((cl, finding)),
+                    Some(cl) if r.claims.len() < MAX_CQ_CLAIMS && judged(&cl) => {
+                        r.claims.push((cl, finding))
+                    }
                     _ => r.push(finding),
                 }
             }

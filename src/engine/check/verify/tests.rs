@@ -9,6 +9,7 @@ use super::*;
 use crate::engine::store::dispatch::{index_keys, record_tags_code};
 use crate::format::commitlog::read::{parse_record, Record};
 use crate::format::commitlog::RecordIter;
+use crate::format::finding::Severity;
 use crate::format::indexfile::key_hash;
 use crate::format::java::{bytes_hash_extend, masked_crc32};
 use crate::format::mapped::Mapped;
