@@ -44,15 +44,24 @@ pub struct WalkEnd {
 /// [`WalkEnd::stopped`].
 pub fn walk(
     layout: &DledgerLayout,
+    f: impl FnMut(&Visit<'_>) -> ControlFlow<()>,
+) -> Result<WalkEnd> {
+    walk_from(layout, 0, f)
+}
+
+/// [`walk`] from the start of data file number `first` on.
+pub fn walk_from(
+    layout: &DledgerLayout,
+    first: usize,
     mut f: impl FnMut(&Visit<'_>) -> ControlFlow<()>,
 ) -> Result<WalkEnd> {
+    let files = &layout.data.files;
     let mut end = WalkEnd {
-        end_pos: layout.divide(),
+        end_pos: files.get(first).map_or(layout.divide(), |f| f.start),
         ..WalkEnd::default()
     };
     let mut chain = Continuity::default();
-    let files = &layout.data.files;
-    for (n, file) in files.iter().enumerate() {
+    for (n, file) in files.iter().enumerate().skip(first) {
         let map = Mapped::open(&file.path)?;
         map.advise_sequential();
         let buf: &[u8] = &map;
