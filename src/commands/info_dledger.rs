@@ -10,7 +10,7 @@ use super::{output, ExitStatus};
 use crate::engine::store::dledger::DledgerInfo;
 use crate::engine::Store;
 
-/// The `info` line of a DLedger-mode store (`info --json`).
+/// The `dledger_info` line: `info --json` on a DLedger-mode store.
 #[derive(Debug, Serialize)]
 struct DledgerStoreInfo<'a> {
     store: String,
@@ -59,7 +59,7 @@ pub fn run(
         notes,
     };
     if json {
-        output::typed_line(out, "info", &i)?;
+        output::typed_line(out, "dledger_info", &i)?;
         let s = InfoSummary {
             topics: store.topics().len(),
             consumer_groups: 0,

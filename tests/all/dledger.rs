@@ -173,7 +173,7 @@ fn info_gives_the_java_figures() {
         let (lines, _, code) = run(&["info", &store_arg(&dir), "--json"]);
         assert_eq!(code, 0, "{name}");
         let info = &lines[0];
-        assert_eq!(info["type"], "info");
+        assert_eq!(info["type"], "dledger_info");
         assert_eq!(lines.last().unwrap()["type"], "summary");
         let d = &info["dledger"];
         let java = java_json(&dir, "dledger.json");
