@@ -68,6 +68,15 @@ Examples:
   rmqstore dump timercheck ~/store
   rmqstore dump timercheck ~/store/config/timercheck --json";
 
+pub const DUMP_DLEDGER: &str = "\
+Exit status: 0 printed; 1 the entries break their chain (index, term, position), the data stops
+on bad bytes, or (--index) an index unit disagrees with its entry; 2 could not run (not a
+DLedger-mode store).
+
+Examples:
+  rmqstore dump dledger ~/store
+  rmqstore dump dledger ~/store --index --json";
+
 pub const DUMP_CONFIG: &str = "\
 Exit status: 0 printed; 1 a config file did not parse (said on stderr); 2 could not run.
 
@@ -232,6 +241,7 @@ pub const ALL: &[&str] = &[
     DUMP_TIMERLOG,
     DUMP_TIMERWHEEL,
     DUMP_TIMERCHECK,
+    DUMP_DLEDGER,
     QUERY,
     INFO,
     PULL,

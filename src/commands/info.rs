@@ -34,7 +34,10 @@ struct InfoSummary {
 }
 
 pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
+    let store = Store::open_any(&a.store, &a.geometry.inputs()?)?;
+    if let Some(d) = crate::engine::store::dledger::summary(&store)? {
+        return super::info_dledger::run(&store, &d, a.json, out);
+    }
     let info = gather(&store)?;
     output::note_pop(&crate::engine::consume::pop::PopUse::read(&store), None);
     if a.json {

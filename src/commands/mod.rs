@@ -12,6 +12,7 @@ pub mod export;
 pub mod gen;
 pub mod help;
 pub mod info;
+pub mod info_dledger;
 pub mod interrupt;
 pub mod line_format;
 pub mod man;
@@ -37,6 +38,7 @@ use clap::{Args, Parser, Subcommand};
 
 pub use exit::ExitStatus;
 
+use crate::format::error::DledgerError;
 use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 
 /// `rmqstore --version`: the crate version and the commit it was built from.
@@ -169,10 +171,50 @@ pub fn json_requested(m: &clap::ArgMatches) -> bool {
 }
 
 /// Run a parsed command line, printing errors to stderr.
+/// The subcommand as typed (`verify`, `dump commitlog`), for errors that name it.
+fn command_name(c: &Command) -> String {
+    let dump = |w: &dump::DumpWhat| -> &'static str {
+        use dump::DumpWhat as W;
+        match w {
+            W::Commitlog(_) => "commitlog",
+            W::Consumequeue(_) => "consumequeue",
+            W::Index(_) => "index",
+            W::Checkpoint(_) => "checkpoint",
+            W::Config(_) => "config",
+            W::Timerlog(_) => "timerlog",
+            W::Timerwheel(_) => "timerwheel",
+            W::Timercheck(_) => "timercheck",
+            W::Dledger(_) => "dledger",
+        }
+    };
+    let name = match c {
+        Command::Dump(a) => return format!("dump {}", dump(&a.what)),
+        Command::Gen(_) => "gen",
+        Command::Query(_) => "query",
+        Command::Info(_) => "info",
+        Command::Pull(_) => "pull",
+        Command::Trace(_) => "trace",
+        Command::Pending(_) => "pending",
+        Command::Rebuild(_) => "rebuild",
+        Command::Repair(_) => "repair",
+        Command::Export(_) => "export",
+        Command::Replay(_) => "replay",
+        Command::Tui(_) => "tui",
+        Command::Offsets(_) => "offsets",
+        Command::Config(_) => "config",
+        Command::Verify(_) => "verify",
+        Command::Serve(_) => "serve",
+        Command::Completions(_) => "completions",
+        Command::Man(_) => "man",
+    };
+    name.to_string()
+}
+
 pub fn run(cli: Cli) -> ExitStatus {
     output::set_color(cli.color);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
+    let name = command_name(&cli.command);
     let result = match cli.command {
         Command::Gen(a) => gen::run(&a, &mut out),
         Command::Dump(a) => dump::run(&a, &mut out),
@@ -197,7 +239,12 @@ pub fn run(cli: Cli) -> ExitStatus {
     match result {
         Ok(s) => s,
         Err(e) if output::is_broken_pipe(&e) => ExitStatus::Success,
-        Err(e) => {
+        Err(mut e) => {
+            if let Some(crate::format::Error::Dledger(DledgerError::NotRead { command, .. })) =
+                e.downcast_mut()
+            {
+                *command = name;
+            }
             let mut msg = e.to_string();
             for cause in e.chain().skip(1) {
                 // an error that already prints its source (`path: reason`) is not repeated

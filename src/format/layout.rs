@@ -129,9 +129,11 @@ pub fn resolve(path: &Path) -> Result<PathBuf> {
 }
 
 /// True when `dir` looks like a broker store root: it has a `commitlog/` or `consumequeue/`
-/// folder (what [`crate::engine::Store::open`] accepts).
+/// folder or a DLedger member folder (what [`crate::engine::Store::open_any`] accepts).
 pub fn is_store_root(dir: &Path) -> bool {
-    dir.join("commitlog").is_dir() || dir.join("consumequeue").is_dir()
+    dir.join("commitlog").is_dir()
+        || dir.join("consumequeue").is_dir()
+        || super::dledger::layout::is_dledger_root(dir)
 }
 
 /// The store root `path` lies in: `path` itself or its nearest ancestor that is a store root.

@@ -10,6 +10,7 @@ pub mod commitlog;
 pub mod compression;
 pub mod config;
 pub mod consumequeue;
+pub mod dledger;
 pub mod entry;
 pub mod error;
 pub mod failpoint;

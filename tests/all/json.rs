@@ -42,6 +42,9 @@ enum Line {
     TimerSlot(TimerSlot),
     Timercheck(Timercheck),
     Timers(Timers),
+    DledgerInfo(DledgerInfo),
+    DledgerEntry(DledgerEntry),
+    DledgerIndex(DledgerIndex),
     Note(Note),
     Error(ErrorLine),
     Summary(Summary),
@@ -73,6 +76,9 @@ impl Line {
             Line::TimerSlot(_) => "timer_slot",
             Line::Timercheck(_) => "timercheck",
             Line::Timers(_) => "timers",
+            Line::DledgerInfo(_) => "dledger_info",
+            Line::DledgerEntry(_) => "dledger_entry",
+            Line::DledgerIndex(_) => "dledger_index",
             Line::Note(_) => "note",
             Line::Error(_) => "error",
             Line::Summary(_) => "summary",
@@ -752,6 +758,113 @@ enum Summary {
     DumpTimerwheel(DumpTimerwheelSummary),
     #[serde(rename = "dump timercheck")]
     DumpTimercheck(DumpCheckpointSummary),
+    #[serde(rename = "dump dledger")]
+    DumpDledger(DumpDledgerSummary),
+}
+
+// DLedger-mode stores
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DledgerInfo {
+    store: String,
+    mode: String,
+    clean_shutdown: bool,
+    dledger: DledgerLog,
+    commitlog_files: usize,
+    commitlog_min_offset: u64,
+    commitlog_max_offset: u64,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DledgerLog {
+    self_id: String,
+    current_term: Option<i64>,
+    vote_leader: Option<String>,
+    ledger_begin_index: Option<i64>,
+    ledger_end_index: Option<i64>,
+    ledger_end_term: Option<i64>,
+    checkpoint_committed_index: Option<i64>,
+    checkpoint_end_index: Option<i64>,
+    committed_index: Option<i64>,
+    committed_pos: Option<u64>,
+    data_end_pos: u64,
+    index_end_pos: u64,
+    divided_commitlog_offset: u64,
+    converted: bool,
+    geometry: DledgerGeometry,
+    data_files: Vec<InfoFile>,
+    index_files: Vec<InfoFile>,
+    notes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DledgerGeometry {
+    data_file_size: Sourced<u64>,
+    index_file_size: Sourced<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DledgerEntry {
+    index: i64,
+    term: i64,
+    pos: i64,
+    size: i32,
+    file: String,
+    record_offset: i64,
+    topic: Option<String>,
+    queue_id: Option<i32>,
+    queue_offset: Option<i64>,
+    physical_offset: Option<i64>,
+    uncommitted: bool,
+    gap: Option<DledgerGap>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DledgerGap {
+    what: String,
+    expected: i64,
+    found: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DledgerIndex {
+    index: i64,
+    magic: i32,
+    pos: i64,
+    size: i32,
+    term: i64,
+    state: String,
+    field: Option<String>,
+    unit_value: Option<i64>,
+    entry_value: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DumpDledgerSummary {
+    entries: u64,
+    first_index: Option<i64>,
+    last_index: Option<i64>,
+    committed_index: Option<i64>,
+    end_pos: u64,
+    gaps: u64,
+    stopped: Option<String>,
+    index_units: u64,
+    index_disagreements: u64,
 }
 
 // 5.x timer files and messages
@@ -941,6 +1054,7 @@ impl Summary {
             Summary::DumpTimerlog(_) => "dump timerlog",
             Summary::DumpTimerwheel(_) => "dump timerwheel",
             Summary::DumpTimercheck(_) => "dump timercheck",
+            Summary::DumpDledger(_) => "dump dledger",
         }
     }
 }
@@ -1855,6 +1969,23 @@ fn the_oracle_stores_fit_the_schema() {
 
 #[test]
 #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn the_dledger_stores_fit_the_schema() {
+    for name in [
+        "dledger-4.9",
+        "dledger-crashed-4.9",
+        "dledger-converted-4.9",
+    ] {
+        let Some(dir) = oracle(name) else { continue };
+        let s = dir.join("store");
+        let s = s.as_os_str();
+        run!("info", s, "--json").report("info", &["dledger_info"]);
+        run!("dump", "dledger", s, "--json").report("dump dledger", &["dledger_entry"]);
+        run!("dump", "dledger", s, "--index", "--json").report("dump dledger", &["dledger_index"]);
+    }
+}
+
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn the_timer_files_and_messages_fit_the_schema() {
     let Some(dir) = oracle("timer-5.x") else {
         assert!(
@@ -2048,6 +2179,13 @@ fn docs_name_every_field_of_every_type() {
         (sm("dump timerlog"), fields_of::<DumpTimerlogSummary>()),
         (sm("dump timerwheel"), fields_of::<DumpTimerwheelSummary>()),
         (sm("dump timercheck"), fields_of::<DumpCheckpointSummary>()),
+        (t("dledger_info"), fields_of::<DledgerInfo>()),
+        (t("dledger_info"), fields_of::<DledgerLog>()),
+        (t("dledger_info"), fields_of::<DledgerGeometry>()),
+        (t("dledger_entry"), fields_of::<DledgerEntry>()),
+        (t("dledger_entry"), fields_of::<DledgerGap>()),
+        (t("dledger_index"), fields_of::<DledgerIndex>()),
+        (sm("dump dledger"), fields_of::<DumpDledgerSummary>()),
     ];
     let mut missing = Vec::new();
     for (heading, fields) in &sections {
@@ -2084,6 +2222,9 @@ fn docs_name_every_field_of_every_type() {
         "timer_slot",
         "timercheck",
         "timers",
+        "dledger_info",
+        "dledger_entry",
+        "dledger_index",
         "note",
         "error",
         "summary",

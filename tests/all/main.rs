@@ -9,6 +9,7 @@ mod ali_ons;
 mod cli;
 mod corrupt;
 mod damage;
+mod dledger;
 mod engine;
 mod inspect;
 mod json;

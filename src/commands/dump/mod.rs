@@ -6,6 +6,7 @@
 //! - `dump consumequeue <STORE> --topic T [--queue Q]`: consume queue units.
 //! - `dump index <STORE|FILE>`: index file headers and entries.
 //! - `dump checkpoint <STORE>`, `dump config <STORE>`.
+//! - `dump dledger <STORE> [--index]`: a DLedger-mode store's entries or index units.
 //!
 //! JSON Lines (docs/json.md): one object per record, each with its `type`, then a `summary` line
 //! (on stderr for `dump commitlog`, whose stdout holds the messages only). Notes (a limit that cut
@@ -24,12 +25,14 @@ mod checkpoint;
 mod commitlog;
 mod config;
 mod consumequeue;
+mod dledger;
 mod index;
 
 use checkpoint::checkpoint;
 use commitlog::commitlog;
 use config::config;
 use consumequeue::consumequeue;
+use dledger::dledger;
 use index::index;
 
 #[derive(Debug, Args)]
@@ -64,6 +67,9 @@ pub enum DumpWhat {
     /// The 5.x timer checkpoint (config/timercheck) and timer metrics.
     #[command(after_help = super::help::DUMP_TIMERCHECK)]
     Timercheck(super::dump_timer::TimerFileArgs),
+    /// A DLedger-mode store's log: its entries, or with --index its index units.
+    #[command(after_help = super::help::DUMP_DLEDGER)]
+    Dledger(DledgerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +137,20 @@ pub struct IndexArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct DledgerArgs {
+    /// The store root (with dledger-<selfId>/).
+    pub store: PathBuf,
+    /// The index units instead of the entries, each checked against its entry.
+    #[arg(long)]
+    pub index: bool,
+    #[command(flatten)]
+    pub geometry: GeometryArgs,
+    /// JSON Lines: one `dledger_entry` (or `dledger_index`) per line, then a `summary`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct CheckpointArgs {
     /// The store root (or the checkpoint file).
     pub store: PathBuf,
@@ -160,6 +180,7 @@ pub fn run(a: &DumpArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         DumpWhat::Timerlog(c) => super::dump_timer::timerlog(c, &mut out)?,
         DumpWhat::Timerwheel(c) => super::dump_timer::timerwheel(c, &mut out)?,
         DumpWhat::Timercheck(c) => super::dump_timer::timercheck(c, &mut out)?,
+        DumpWhat::Dledger(c) => dledger(c, &mut out)?,
     };
     out.flush()?;
     Ok(status)

@@ -2,6 +2,7 @@
 //! Opening lists folders and reads small files only; it never scans the commitlog.
 
 pub mod dispatch;
+pub mod dledger;
 pub mod generate;
 pub mod index_builder;
 pub mod message_json;
@@ -20,8 +21,10 @@ use std::path::{Path, PathBuf};
 use crate::format::checkpoint::{AbortMarker, Checkpoint};
 use crate::format::commitlog::Commitlog;
 use crate::format::consumequeue::ConsumeQueue;
+use crate::format::dledger::layout::is_dledger_root;
+use crate::format::dledger::DledgerLayout;
 use crate::format::entry::{self, Entry, Kind};
-use crate::format::error::{Error, OpenError, Result};
+use crate::format::error::{DledgerError, Error, OpenError, Result};
 use crate::format::geometry::{resolve, Geometry, GeometryInputs};
 use crate::format::layout::{check_topic, NameError};
 
@@ -59,11 +62,15 @@ pub struct Store {
     pub bad_topic_dirs: Vec<(PathBuf, NameError)>,
     /// Entries of `index/` that are not regular files.
     pub index_odd: Vec<Entry>,
+    /// The DLedger log of a DLedger-mode store (only [`Store::open_any`] opens one).
+    pub dledger: Option<DledgerLayout>,
 }
 
-/// A folder with `commitlog/` or `consumequeue/` in it.
+/// A folder with `commitlog/`, `consumequeue/` or a DLedger member folder in it.
 fn is_root(dir: &Path) -> bool {
-    dir.join(paths::COMMITLOG).is_dir() || dir.join(paths::CONSUMEQUEUE).is_dir()
+    dir.join(paths::COMMITLOG).is_dir()
+        || dir.join(paths::CONSUMEQUEUE).is_dir()
+        || is_dledger_root(dir)
 }
 
 /// The store root `path` is a part of (a folder or file at most four levels below it, as
@@ -77,24 +84,50 @@ fn root_above(path: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// A folder that holds the stage marker is a writer's unfinished output: refused.
+fn refuse_stage(root: &Path) -> Result<()> {
+    if root.is_dir() && root.join(safedir::STAGE_MARKER).exists() {
+        return Err(OpenError::Staged {
+            path: root.to_path_buf(),
+            marker: safedir::STAGE_MARKER,
+        }
+        .into());
+    }
+    Ok(())
+}
+
 impl Store {
     /// Open a store root. Values missing from `inputs.flags`/`broker_conf` are inferred from
     /// the files (commitlog and consume queue file sizes, index slots and entries).
-    /// A folder that holds the stage marker (a writer's unfinished output) is refused.
+    /// A folder that holds the stage marker (a writer's unfinished output) is refused, and so
+    /// is a DLedger-mode store: the commands that open stores this way do not read its log yet,
+    /// and must not take it for an empty commitlog.
     pub fn open(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
-        if root.is_dir() && root.join(safedir::STAGE_MARKER).exists() {
-            return Err(OpenError::Staged {
-                path: root.to_path_buf(),
-                marker: safedir::STAGE_MARKER,
-            }
-            .into());
-        }
+        refuse_stage(root)?;
         Self::open_staged(root, inputs)
     }
 
     /// [`Store::open`] that also opens a folder marked as a stage: for the writer that made it,
     /// to check what it wrote before it removes the marker.
     pub fn open_staged(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
+        let store = Self::load(root, inputs)?;
+        if store.dledger.is_some() {
+            return Err(DledgerError::NotRead {
+                root: root.to_path_buf(),
+                command: "this command".into(),
+            }
+            .into());
+        }
+        Ok(store)
+    }
+
+    /// [`Store::open`], DLedger-mode stores included ([`Store::dledger`]).
+    pub fn open_any(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
+        refuse_stage(root)?;
+        Self::load(root, inputs)
+    }
+
+    fn load(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
         let commitlog_dir = root.join(paths::COMMITLOG);
         if !root.is_dir() {
             let path = root.to_path_buf();
@@ -130,6 +163,7 @@ impl Store {
                 odd: Vec::new(),
             }
         };
+        let dledger = DledgerLayout::find(root, inputs)?;
         let queue_dirs = list_queue_dirs(&root.join(paths::CONSUMEQUEUE))?;
         let (index_files, index_odd) = list_index_files(&root.join(paths::INDEX))?;
 
@@ -153,6 +187,7 @@ impl Store {
             consumequeue_odd: queue_dirs.odd,
             bad_topic_dirs: queue_dirs.bad_topics,
             index_odd,
+            dledger,
         })
     }
 

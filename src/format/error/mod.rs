@@ -5,6 +5,7 @@
 mod check;
 mod client_dir;
 mod config;
+mod dledger;
 mod open;
 mod queue_file;
 mod write_path;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 pub use check::{RebuildError, RepairError};
 pub use client_dir::{ClientDirError, ClientDirProblem, ClientNameError};
 pub use config::{BrokerConfError, ConfigLoadError, Unusable};
+pub use dledger::DledgerError;
 pub use open::OpenError;
 pub use queue_file::QueueFileError;
 pub use write_path::WritePathError;
@@ -134,6 +136,8 @@ pub enum Error {
     Rebuild(#[from] RebuildError),
     #[error(transparent)]
     Repair(#[from] RepairError),
+    #[error(transparent)]
+    Dledger(#[from] DledgerError),
     /// A commitlog file the reader could not map when it opened the store: the error met then,
     /// handed out again on each read of that file.
     #[error(transparent)]
@@ -223,6 +227,7 @@ impl Error {
             Error::ClientDir(e) => e.path(),
             Error::Rebuild(e) => e.path(),
             Error::Repair(e) => e.path(),
+            Error::Dledger(e) => e.path(),
             Error::Unmapped(e) => e.path(),
         }
     }

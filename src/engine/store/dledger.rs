@@ -1,0 +1,155 @@
+//! What a DLedger-mode store's log holds, as the broker's `DLedgerMmapFileStore.recover` would
+//! find it at its next start: the ledger's first and last entry, the committed index and the
+//! position the broker serves up to, the divide of a converted store. Reads the first entry,
+//! walks the data from the last file that starts with an entry (as the recovery starts near the
+//! end), and reads the committed entry's index unit.
+
+use std::ops::ControlFlow;
+
+use serde::Serialize;
+
+use super::Store;
+use crate::format::dledger::entry::{parse_slot, Slot};
+use crate::format::dledger::walk::{walk_from, IndexReader};
+use crate::format::dledger::{DledgerGeometry, DledgerLayout};
+use crate::format::error::Result;
+use crate::format::mapped::Mapped;
+
+/// A file of the log: name, start offset, length.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogFile {
+    pub name: String,
+    pub start: u64,
+    pub size: u64,
+}
+
+/// The DLedger part of `info`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DledgerInfo {
+    pub self_id: String,
+    /// `currterm`: the member's term and vote (null when the file is missing).
+    pub current_term: Option<i64>,
+    pub vote_leader: Option<String>,
+    /// Index of the first entry of the first data file (`ledgerBeginIndex`).
+    pub ledger_begin_index: Option<i64>,
+    /// The last entry the walk keeps (`ledgerEndIndex`, `ledgerEndTerm`).
+    pub ledger_end_index: Option<i64>,
+    pub ledger_end_term: Option<i64>,
+    /// `checkpoint` as written: `committedIndex` and `endIndex`.
+    pub checkpoint_committed_index: Option<i64>,
+    pub checkpoint_end_index: Option<i64>,
+    /// The committed index the broker starts with (the checkpoint's, at most the ledger end).
+    pub committed_index: Option<i64>,
+    /// Where the committed entry ends: the broker serves records below it (`getMaxOffset`).
+    pub committed_pos: Option<u64>,
+    /// Where the last entry ends (`dataMaxWrotePosition`).
+    pub data_end_pos: u64,
+    /// Where the index ends when cut at the ledger end (`indexMaxWrotePosition`).
+    pub index_end_pos: u64,
+    /// `dividedCommitlogOffset`: the first data file's start.
+    pub divided_commitlog_offset: u64,
+    /// Converted store: records below the divide are in `commitlog/`.
+    pub converted: bool,
+    pub geometry: DledgerGeometry,
+    pub data_files: Vec<LogFile>,
+    pub index_files: Vec<LogFile>,
+    /// Where the data is not what the recovery expects (it stops there).
+    pub notes: Vec<String>,
+}
+
+fn files(l: &crate::format::filename::Listing) -> Vec<LogFile> {
+    l.files
+        .iter()
+        .map(|f| LogFile {
+            name: f
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            start: f.start,
+            size: f.len,
+        })
+        .collect()
+}
+
+/// The summary of `store`'s DLedger log; `None` for a store in normal mode.
+pub fn summary(store: &Store) -> Result<Option<DledgerInfo>> {
+    let Some(layout) = &store.dledger else {
+        return Ok(None);
+    };
+    summarize(layout).map(Some)
+}
+
+fn summarize(layout: &DledgerLayout) -> Result<DledgerInfo> {
+    let mut notes = Vec::new();
+    let term = layout.term()?.unwrap_or_default();
+    let cp = layout.checkpoint()?.unwrap_or_default();
+    let data = &layout.data.files;
+    let first_entry = |n: usize| -> Result<Option<i64>> {
+        let f = &data[n];
+        let m = Mapped::open(&f.path)?;
+        Ok(match parse_slot(&m, 0, f.start) {
+            Ok(Slot::Entry(h)) => Some(h.index),
+            _ => None,
+        })
+    };
+    let begin = match data.first() {
+        Some(_) => first_entry(0)?,
+        None => None,
+    };
+    // The recovery walks from near the end: the last file that starts with an entry.
+    let mut from = 0;
+    for n in (0..data.len()).rev() {
+        if first_entry(n)?.is_some() {
+            from = n;
+            break;
+        }
+    }
+    let end = walk_from(layout, from, |_| ControlFlow::Continue(()))?;
+    if let Some(e) = &end.stopped {
+        notes.push(format!("the data stops being a chain of entries: {e}"));
+    }
+    for p in &end.files_after_end {
+        notes.push(format!("{} lies after the end of the data", p.display()));
+    }
+    let last = end.last;
+    let committed_index = match (cp.committed_index, last) {
+        (Some(c), Some(l)) => Some(c.min(l.index)),
+        _ => None,
+    };
+    let mut committed_pos = None;
+    if let Some(c) = committed_index.filter(|&c| c >= 0) {
+        match IndexReader::new(layout).unit(c)? {
+            Some(u) if u.index == c => {
+                committed_pos = Some((u.pos.saturating_add(u.size.into())).max(0) as u64)
+            }
+            other => notes.push(format!(
+                "the index unit of the committed entry {c} is {}",
+                match other {
+                    Some(u) => format!("for entry {}", u.index),
+                    None => "missing".into(),
+                }
+            )),
+        }
+    }
+    Ok(DledgerInfo {
+        self_id: layout.self_id.clone(),
+        current_term: term.curr_term,
+        vote_leader: term.vote_leader,
+        ledger_begin_index: begin,
+        ledger_end_index: last.map(|h| h.index),
+        ledger_end_term: last.map(|h| h.term),
+        checkpoint_committed_index: cp.committed_index,
+        checkpoint_end_index: cp.end_index,
+        committed_index,
+        committed_pos,
+        data_end_pos: end.end_pos,
+        index_end_pos: last.map_or(0, |h| (h.index.max(-1) + 1) as u64 * 32),
+        divided_commitlog_offset: layout.divide(),
+        converted: layout.converted,
+        geometry: layout.geometry.clone(),
+        data_files: files(&layout.data),
+        index_files: files(&layout.index),
+        notes,
+    })
+}
