@@ -15,6 +15,7 @@ mod json;
 mod oracle;
 mod rebuild;
 mod repair;
+mod repair_service;
 mod replay;
 mod serve;
 mod trace;
