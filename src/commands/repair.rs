@@ -212,9 +212,6 @@ fn print(
         for act in &p.actions {
             output::typed_line(out, "action", act)?;
         }
-        for l in &lost {
-            output::typed_line(out, "lost", l)?;
-        }
         output::summary_line(
             out,
             "repair",
@@ -230,6 +227,7 @@ fn print(
                 "headers_mended": p.headers.len(),
                 "tombstones": tombstones,
                 "fillers": fillers,
+                "lost": lost,
                 "messages_kept": kept,
                 "salvaged_records": salvaged_records,
                 "salvaged_bytes": salvaged_bytes,

@@ -178,9 +178,9 @@ fn the_output_names_each_destroyed_message() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let lost: Vec<_> = lines.iter().filter(|l| l["type"] == "lost").collect();
-    assert!(lost.len() >= 3);
     let summary = lines.last().unwrap();
+    let lost = summary["lost"].as_array().unwrap();
+    assert!(lost.len() >= 3);
     assert_eq!(summary["tombstones"].as_u64().unwrap() as usize, lost.len());
     assert!(summary["cut"].is_null());
     let text = bin()
@@ -350,4 +350,43 @@ fn the_cut_step_says_only_what_happens() {
             "{why}"
         );
     }
+}
+
+#[test]
+fn a_record_whose_unit_is_lost_gets_a_tombstone_from_its_queues_offsets() {
+    let t = scratch();
+    let g = gen_store(t.path(), 1 << 20);
+    let (from, to) = (40960u64, 45056u64);
+    let r = check(&g, "zeroed page, a queue folder deleted", |s| {
+        std::fs::write(s.join("abort"), b"").unwrap();
+        patch(
+            &s.join("commitlog/00000000000001048576"),
+            from as usize,
+            |b| b[..4096].fill(0),
+        );
+        std::fs::remove_dir_all(s.join("consumequeue/OrderTopic/0")).unwrap();
+    });
+    // nothing cut: the record of OrderTopic/0 in the page is tombstoned in filler space at the
+    // queue offset its queue is missing, and no group offset moves
+    assert!(r.manifest["cut"].is_null(), "{}", r.manifest["cut"]);
+    let b = &r.manifest["bridges"][0];
+    assert!(b["fillers"].as_u64().unwrap() >= 1);
+    let lost = b["lost"].as_array().unwrap();
+    let inferred: Vec<_> = lost
+        .iter()
+        .filter(|l| l["topic"] == "OrderTopic" && l["queue_id"] == 0)
+        .collect();
+    assert_eq!(inferred.len(), 1, "{lost:#?}");
+    assert!(inferred[0]["proof"].as_str().unwrap().contains("jump"));
+    assert!(lost.iter().any(|l| l["replaced_by"] == "filler"));
+    let start = b["offset"].as_u64().unwrap() - b["position"].as_u64().unwrap();
+    let at = inferred[0]["commitlog_offset"].as_u64().unwrap() - start;
+    assert!(at < to + 4096);
+    assert_eq!(
+        std::fs::read(r.out.join("config/consumerOffset.json")).unwrap(),
+        std::fs::read(r.original.join("config/consumerOffset.json")).unwrap()
+    );
+    let (code, lines) = verify_json(&r.out, &[]);
+    assert_eq!(code, 0);
+    assert!(codes(&lines, "commitlog.repair_filler") >= 1);
 }

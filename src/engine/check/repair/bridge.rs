@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::engine::check::headers::Gap;
 use crate::engine::check::rebuild::Insert;
 use crate::engine::check::recovery::{resync, FileWalk, StopReason, WalkProblem};
 use crate::engine::store::Store;
@@ -71,6 +72,8 @@ enum Piece {
         store_timestamp: i64,
         uniq_key: Option<String>,
         keys: Option<String>,
+        /// The destroyed record's own properties and SYSFLAG, when its header is intact.
+        original: Option<(Vec<u8>, i32)>,
     },
     Filler {
         at: u64,
@@ -118,6 +121,7 @@ impl Bridge {
                     store_timestamp,
                     uniq_key,
                     keys,
+                    original,
                 } => {
                     let text = format!(
                         "rmqstore repair: the message stored here ({size} bytes at commitlog \
@@ -131,8 +135,8 @@ impl Bridge {
                         *queue_id,
                         *queue_offset,
                         (*store_host, *born_host, *store_timestamp),
-                        uniq_key.as_deref(),
-                        keys.as_deref(),
+                        (uniq_key.as_deref(), keys.as_deref()),
+                        original.as_ref(),
                         &text,
                     )
                 }
@@ -201,14 +205,27 @@ fn tombstone_message(
     queue_id: i32,
     queue_offset: i64,
     host: (Host, Host, i64),
-    uniq_key: Option<&str>,
-    keys: Option<&str>,
+    (uniq_key, keys): (Option<&str>, Option<&str>),
+    original: Option<&(Vec<u8>, i32)>,
     text: &str,
 ) -> Option<Vec<u8>> {
     let mut m = base_message(at, topic, host);
     m.queue_id = queue_id;
     m.queue_offset = queue_offset;
     let mark = at.to_string();
+    if let Some((props, sys_flag)) = original {
+        // The record's own properties (its tags, keys, delay or timer, real topic) and
+        // transaction type, the marker added: it is dispatched where the original was.
+        m.sys_flag = sys_flag & sysflag::TRANSACTION_MASK;
+        let trailing = props.is_empty() || props.last() == Some(&2);
+        let mut p = props.clone();
+        if !trailing {
+            p.push(2);
+        }
+        p.extend_from_slice(&encode_properties(&[(TOMBSTONE, &mark)], trailing));
+        m.properties = p;
+        return fit(m, size, text);
+    }
     let mut props: Vec<(&str, &str)> = vec![(TOMBSTONE, &mark)];
     if let Some(u) = uniq_key {
         props.push((prop::UNIQ_KEY, u));
@@ -440,6 +457,8 @@ pub(super) fn bridges(
                     msg_id: m.offset_msg_id(),
                     uniq_key: m.uniq_key().map(|u| u.into_owned()),
                     keys: m.property(prop::KEYS).map(|k| k.into_owned()),
+                    props: m.properties.0.to_vec(),
+                    sys_flag: m.sys_flag,
                 };
                 proofs.insert(
                     a,
@@ -488,6 +507,8 @@ struct Owned {
     msg_id: String,
     uniq_key: Option<String>,
     keys: Option<String>,
+    props: Vec<u8>,
+    sys_flag: i32,
 }
 
 /// The new records of range `a..b`: a tombstone at each proven place that leaves room for
@@ -540,15 +561,39 @@ fn layout(
     };
     for (o, (p, own)) in proofs {
         let end = o + p.size;
-        // A schedule record needs its DELAY and REAL_TOPIC to be delivered: it goes under a filler.
-        if o < cur || end > b || p.topic == crate::engine::store::dispatch::SCHEDULE_TOPIC {
+        if o < cur || end > b {
             continue;
         }
         let gap = o - cur;
         let h = own
             .as_ref()
             .map_or(host, |w| (w.store_host, w.born_host, w.store_timestamp));
-        if (gap > 0 && gap < min) || p.size < tombstone_min(&p.topic, h) {
+        if let Some(w) = &own {
+            // The record's own header: its tombstone keeps its properties, or the range is cut
+            // (under a filler its queue would lose a unit nothing else names).
+            let fits = tombstone_message(
+                o,
+                p.size,
+                &p.topic,
+                p.queue_id,
+                p.queue_offset,
+                h,
+                (None, None),
+                Some(&(w.props.clone(), w.sys_flag)),
+                "",
+            )
+            .is_some();
+            if !fits || (gap > 0 && gap < min) {
+                return Err(format!(
+                    "{}: no room for a tombstone with the record's own properties",
+                    d.why
+                ));
+            }
+        } else if (gap > 0 && gap < min)
+            || p.size < tombstone_min(&p.topic, h)
+            // A schedule record needs its DELAY and REAL_TOPIC, which no unit gives.
+            || p.topic == crate::engine::store::dispatch::SCHEDULE_TOPIC
+        {
             continue;
         }
         fill(cur, o, &mut pieces, &mut lost)?;
@@ -584,10 +629,125 @@ fn layout(
             born_host: h.1,
             store_timestamp: h.2,
             uniq_key: own.as_ref().and_then(|w| w.uniq_key.clone()),
-            keys: own.and_then(|w| w.keys),
+            keys: own.as_ref().and_then(|w| w.keys.clone()),
+            original: own.map(|w| (w.props, w.sys_flag)),
         });
         cur = end;
     }
     fill(cur, b, &mut pieces, &mut lost).map_err(|e| format!("{}: {e}", d.why))?;
     Ok((pieces, lost))
+}
+
+/// Tombstones the queues' own offsets prove: where a queue's offsets jump across a bridged range
+/// (its record before the range has queue offset `e - 1`, its record after it `f > e`), the
+/// records of queue offsets `e..f` lay in the range, their units lost. Each is given a tombstone
+/// carved from the range's filler space, in queue order, so the queue stays whole. A jump whose
+/// tombstones do not fit is left (the chain breaks there).
+pub(super) fn infer_from_queue_gaps(bridges: &mut [Bridge], gaps: &[Gap]) {
+    for g in gaps
+        .iter()
+        .filter(|g| g.found > g.expected && g.expected >= 0)
+    {
+        // The queue offsets no tombstone holds yet (a proven one may already fill the jump).
+        let held = |q: i64| {
+            bridges.iter().flat_map(|b| &b.lost).any(|l| {
+                l.topic.as_deref() == Some(g.topic.as_str())
+                    && l.queue_id == Some(g.queue_id)
+                    && l.queue_offset == Some(q)
+            })
+        };
+        let wanted: Vec<i64> = (g.expected..g.found).filter(|q| !held(*q)).collect();
+        if wanted.is_empty() || wanted.len() > 1024 {
+            continue;
+        }
+        let Some(b) = bridges
+            .iter_mut()
+            .find(|b| b.offset > g.prev_offset && b.offset + b.length <= g.offset)
+        else {
+            continue;
+        };
+        let missing = wanted.len() as u64;
+        let mut wanted = wanted.into_iter();
+        let tmin = tombstone_min(&g.topic, b.host);
+        let fmin = filler_min();
+        // Room: each tombstone takes tmin bytes of a filler, or the whole filler when what would
+        // be left is too small for a filler.
+        let room: u64 = b
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Filler { size, .. } => size / tmin,
+                Piece::Tombstone { .. } => 0,
+            })
+            .sum();
+        if room < missing {
+            continue;
+        }
+        let mut left = missing;
+        let mut pieces = Vec::with_capacity(b.pieces.len() + missing as usize);
+        for p in std::mem::take(&mut b.pieces) {
+            let Piece::Filler { mut at, mut size } = p else {
+                pieces.push(p);
+                continue;
+            };
+            while left > 0 && size >= tmin {
+                let Some(next_q) = wanted.next() else { break };
+                let take = if size - tmin >= fmin || size - tmin == 0 {
+                    tmin
+                } else if left == 1 {
+                    size
+                } else {
+                    break;
+                };
+                pieces.push(Piece::Tombstone {
+                    at,
+                    size: take,
+                    topic: g.topic.clone(),
+                    queue_id: g.queue_id,
+                    queue_offset: next_q,
+                    store_host: b.host.0,
+                    born_host: b.host.1,
+                    store_timestamp: b.host.2,
+                    uniq_key: None,
+                    keys: None,
+                    original: None,
+                });
+                b.lost.push(LostRecord {
+                    commitlog_offset: at,
+                    size: take,
+                    topic: Some(g.topic.clone()),
+                    queue_id: Some(g.queue_id),
+                    queue_offset: Some(next_q),
+                    msg_id: None,
+                    uniq_key: None,
+                    keys: Vec::new(),
+                    proof: format!(
+                        "the queue's offsets jump from {} to {} across the damaged range (its \
+                         exact place and size in the range are not known)",
+                        g.expected - 1,
+                        g.found
+                    ),
+                    replaced_by: "tombstone",
+                });
+                left -= 1;
+                at += take;
+                size -= take;
+            }
+            if size > 0 {
+                pieces.push(Piece::Filler { at, size });
+            }
+        }
+        b.pieces = pieces;
+        b.tombstones = b
+            .lost
+            .iter()
+            .filter(|l| l.replaced_by == "tombstone")
+            .count() as u64;
+        b.fillers = b
+            .pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Filler { .. }))
+            .count() as u64;
+        b.lost.sort_by_key(|l| l.commitlog_offset);
+    }
 }

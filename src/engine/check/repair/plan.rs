@@ -559,7 +559,8 @@ fn bridging(store: &Store, report: &Report) -> Result<Bridging> {
             break;
         }
     }
-    let (bridges, failed) = bridge::bridges(store, &damage)?;
+    let (mut bridges, failed) = bridge::bridges(store, &damage)?;
+    bridge::infer_from_queue_gaps(&mut bridges, &report.queue_breaks);
     if let Some((at, why)) = failed {
         let segs = &store.commitlog.segments;
         if let Some(i) = segs
@@ -655,15 +656,11 @@ fn chain_break(
             (true, None) => (w.end_pos, w.end),
         };
         let stop = stop_at.min(limit);
-        let break_here = report
-            .queue_breaks
-            .iter()
-            .find(|&&o| {
-                o >= seg.start
-                    && o < seg.start + stop
-                    && !closed_by_tombstone(store, o, &bridging.bridges)
-            })
-            .copied();
+        let break_here = report.queue_breaks.iter().map(|g| g.offset).find(|&o| {
+            o >= seg.start
+                && o < seg.start + stop
+                && !closed_by_tombstone(store, o, &bridging.bridges)
+        });
         let header_here = unfixable
             .iter()
             .find(|d| d.offset >= seg.start && d.offset < seg.start + stop);
