@@ -369,6 +369,9 @@ pub(super) fn damage_of(
     Ok((out, broken))
 }
 
+/// Where bridging gave up: the commitlog offset of the range, and why.
+pub(super) type Unbridged = (u64, String);
+
 /// What a consume queue unit says of the record it points at.
 #[derive(Debug, Clone)]
 struct Proof {
@@ -414,7 +417,7 @@ fn units_in(store: &Store, ranges: &[(u64, u64)]) -> Result<BTreeMap<u64, Proof>
 pub(super) fn bridges(
     store: &Store,
     damage: &[Damage],
-) -> Result<(Vec<Bridge>, Option<(u64, String)>)> {
+) -> Result<(Vec<Bridge>, Option<Unbridged>)> {
     let segs = &store.commitlog.segments;
     let ranges: Vec<(u64, u64)> = damage
         .iter()

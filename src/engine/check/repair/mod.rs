@@ -12,10 +12,14 @@
 //! stage serves `--out` (it is the output) and `--in-place` (it is switched in by one atomic
 //! exchange of folders).
 //!
-//! The commitlog is cut at the first place the chain of records from the first file breaks: a
-//! record recovery rejects, a header nothing can mend, a missing or misnamed file, data ending
-//! before the last file. Header fields the store proves (see [`crate::engine::check::headers`]) are mended in
-//! place instead, keeping the record. Bytes after the end of the data are zeroed (saved first).
+//! Damage between intact records (a body that fails its CRC, a zeroed page, garbage) is bridged
+//! in place ([`bridge`]): tombstones where the store proves a destroyed record, fillers for the
+//! rest, so every intact record keeps its commitlog and queue offsets and stays in service; each
+//! record that leaves service is named in the output and the manifest. The commitlog is cut only
+//! where the chain cannot be bridged (a torn tail, a missing or misnamed file, a header nothing
+//! can mend, data ending before the last file), or at the first damage with [`Mode::Cut`].
+//! Header fields the store proves (see [`crate::engine::check::headers`]) are mended in place,
+//! keeping the record. Bytes after the end of the data are zeroed (saved first).
 
 mod bridge;
 mod plan;

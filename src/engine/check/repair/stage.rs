@@ -570,18 +570,22 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
     Ok(done)
 }
 
+/// A group, its committed offset in the original queue, its offset in the salvaged queue (-1
+/// while none of the queue's records was salvaged).
+type GroupOffset = (String, i64, i64);
+
 /// The groups' committed offsets, translated to the salvage store's queues: a group's offset on
 /// a salvaged queue is the number of its salvaged records the group had consumed (those below
 /// its committed offset in the original queue), so `export --group` on the salvage store hands
 /// over only what the group still needs.
 struct GroupOffsets {
     /// (topic, queue id) -> (group, committed offset in the original store, translated offset).
-    by_queue: HashMap<(String, i32), Vec<(String, i64, i64)>>,
+    by_queue: HashMap<(String, i32), Vec<GroupOffset>>,
 }
 
 impl GroupOffsets {
     fn of(store: &Store) -> Self {
-        let mut by_queue: HashMap<(String, i32), Vec<(String, i64, i64)>> = HashMap::new();
+        let mut by_queue: HashMap<(String, i32), Vec<GroupOffset>> = HashMap::new();
         if let Ok(l) = crate::format::config::load::<ConsumerOffsets>(&store.config_dir()) {
             for (topic, group, queues) in l.value.iter() {
                 if topic.is_empty() || group.is_empty() {
