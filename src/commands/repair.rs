@@ -20,7 +20,9 @@ use std::sync::atomic::Ordering;
 use clap::Args;
 
 use super::{interrupt, output, ExitStatus, GeometryArgs};
-use crate::engine::check::repair::{apply, fixed_geometry, plan_with, Manifest, Plan};
+use crate::engine::check::repair::{
+    apply, fixed_geometry, plan_mode, Manifest, Mode, Plan, STAGE_MARKER,
+};
 use crate::engine::check::verify::{verify, VerifyOptions};
 use crate::engine::store::safedir::{
     failpoint, finish_interrupted, remove_stage, stamp, switch_root, StoreLock,
@@ -46,11 +48,22 @@ pub struct RepairArgs {
     /// repaired store as hard links; remove it when it is no longer needed).
     #[arg(long)]
     pub in_place: bool,
+    /// What to do with a damaged range between intact records: `bridge` replaces it in place by
+    /// tombstones and fillers (every intact record stays in service at its offsets); `cut` cuts
+    /// the commitlog there as the broker's recovery would and salvages what follows.
+    #[arg(long, value_enum, default_value = "bridge")]
+    pub mode: ModeArg,
     #[command(flatten)]
     pub geometry: GeometryArgs,
     /// JSON Lines: one object per action, then a summary.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModeArg {
+    Bridge,
+    Cut,
 }
 
 fn name_parent(root: &Path) -> (String, PathBuf) {
@@ -85,7 +98,11 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         StoreLock::acquire_existing(&root)?
     };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
-    let p = plan_with(&store, Some(stop.clone()))?;
+    let mode = match a.mode {
+        ModeArg::Bridge => Mode::Bridge,
+        ModeArg::Cut => Mode::Cut,
+    };
+    let p = plan_mode(&store, Some(stop.clone()), mode)?;
     if a.dry_run {
         print(a, out, &p, None, None)?;
         return Ok(ExitStatus::Success);
@@ -197,17 +214,14 @@ fn print(
     m: Option<&Manifest>,
     dest: Option<(&Path, &str)>,
 ) -> anyhow::Result<()> {
-    let removed: u64 = m.map_or(0, |m| {
-        m.removed
-            .iter()
-            .filter(|r| r.saved_as.is_some())
-            .map(|r| r.length)
-            .sum()
-    });
+    let removed = m.map(|m| m.removed_bytes(&p.report)).unwrap_or_default();
     let (salvaged_records, salvaged_bytes) = m.map_or((p.salvage_records, p.salvage_bytes), |m| {
         (m.salvaged_records, m.salvaged_bytes)
     });
     let kept = m.map_or(p.messages_kept, |m| m.messages_kept);
+    let lost: Vec<_> = p.bridges.iter().flat_map(|b| &b.lost).collect();
+    let tombstones: u64 = p.bridges.iter().map(|b| b.tombstones).sum();
+    let fillers: u64 = p.bridges.iter().map(|b| b.fillers).sum();
     if a.json {
         for act in &p.actions {
             output::typed_line(out, "action", act)?;
@@ -225,10 +239,15 @@ fn print(
                     "reason": c.reason,
                 })),
                 "headers_mended": p.headers.len(),
+                "tombstones": tombstones,
+                "fillers": fillers,
+                "lost": lost,
                 "messages_kept": kept,
                 "salvaged_records": salvaged_records,
                 "salvaged_bytes": salvaged_bytes,
-                "removed_bytes": removed,
+                "removed_bytes": removed.data + removed.files,
+                "removed_data_bytes": removed.data,
+                "removed_file_bytes": removed.files,
                 "store": dest.map(|(d, _)| d.display().to_string()),
                 "repair_folder": dest.map(|(d, r)| d.join(r).display().to_string()),
             }),
@@ -246,6 +265,35 @@ fn print(
             act.action, act.messages, act.bytes
         )?;
     }
+    if !lost.is_empty() {
+        writeln!(
+            out,
+            "left service ({} tombstone(s) in place of destroyed messages, {} filler(s)):",
+            tombstones, fillers
+        )?;
+        for l in &lost {
+            match (&l.topic, l.queue_id, l.queue_offset) {
+                (Some(t), Some(q), Some(qo)) => writeln!(
+                    out,
+                    "   commitlog offset {} ({} bytes): {t}/{q} queue offset {qo}{}{}{}; tombstoned ({})",
+                    l.commitlog_offset,
+                    l.size,
+                    l.msg_id.as_deref().map(|i| format!(", id {i}")).unwrap_or_default(),
+                    l.uniq_key.as_deref().map(|u| format!(", UNIQ_KEY {u}")).unwrap_or_default(),
+                    if l.keys.is_empty() { String::new() } else { format!(", keys {}", l.keys.join(" ")) },
+                    l.proof
+                )?,
+                _ => writeln!(
+                    out,
+                    "   commitlog offsets {}..{} ({} bytes): {}; under filler records",
+                    l.commitlog_offset,
+                    l.commitlog_offset + l.size,
+                    l.size,
+                    l.proof
+                )?,
+            }
+        }
+    }
     match dest {
         None => writeln!(
             out,
@@ -254,14 +302,32 @@ fn print(
         Some((d, r)) => {
             writeln!(
                 out,
-                "repaired store: {} ({kept} messages); it verifies clean",
-                d.display()
+                "repaired store: {} ({kept} records in its commitlog{}); it verifies clean",
+                d.display(),
+                if tombstones + fillers > 0 {
+                    format!(", {tombstones} of them tombstones and {fillers} fillers")
+                } else {
+                    String::new()
+                }
             )?;
             writeln!(
                 out,
-                "removed bytes ({removed}), salvaged records ({salvaged_records}) and the manifest: {}",
-                d.join(r).display()
+                "repair folder: {} (manifest.json lists every range moved there: {} bytes of \
+                 commitlog data, {} bytes of whole files with their preallocated space)",
+                d.join(r).display(),
+                removed.data,
+                removed.files
             )?;
+            if salvaged_records > 0 {
+                writeln!(
+                    out,
+                    "{salvaged_records} records after the cut are salvaged to {} (listed in \
+                     salvaged.jsonl); to hand a group what it has not consumed: rmqstore export {} \
+                     --group <GROUP>",
+                    d.join(r).join("salvaged").display(),
+                    d.join(r).join("salvaged").display()
+                )?;
+            }
         }
     }
     Ok(())

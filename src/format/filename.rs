@@ -10,13 +10,25 @@ pub fn offset_to_name(offset: u64) -> String {
     format!("{offset:020}")
 }
 
-/// The start offset a mapped file's name stands for, if the name is 20 decimal digits within a
-/// Java long (the broker's `Long.parseLong` rejects anything larger).
+/// The start offset a mapped file's name stands for, read as the broker's `Long.parseLong`
+/// reads it (`MappedFile.init`): an optional `+` or `-`, then decimal digits of any count,
+/// within a Java long. The broker names its files with 20 digits, but loads any name that
+/// parses (19 digits included); a negative offset names no file here.
 pub fn name_to_offset(name: &str) -> Option<u64> {
-    if name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit()) {
-        name.parse::<i64>().ok().map(|v| v as u64)
-    } else {
-        None
+    let (negative, digits) = match name.as_bytes().first() {
+        Some(b'+') => (false, &name[1..]),
+        Some(b'-') => (true, &name[1..]),
+        _ => (false, name),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let v = digits.trim_start_matches('0');
+    let v: i64 = if v.is_empty() { 0 } else { v.parse().ok()? };
+    match (negative, v) {
+        (_, 0) => Some(0),
+        (true, _) => None,
+        (false, v) => Some(v as u64),
     }
 }
 
@@ -68,7 +80,15 @@ mod tests {
     fn names() {
         assert_eq!(offset_to_name(1073741824), "00000000001073741824");
         assert_eq!(name_to_offset("00000000001073741824"), Some(1073741824));
-        assert_eq!(name_to_offset("0000000000107374182"), None);
+        // Long.parseLong takes any count of digits and a sign
+        assert_eq!(name_to_offset("0000000000107374182"), Some(107374182));
+        assert_eq!(name_to_offset("0000000000004194304"), Some(4194304));
+        assert_eq!(name_to_offset("+4194304"), Some(4194304));
+        assert_eq!(name_to_offset("-0"), Some(0));
+        assert_eq!(name_to_offset("-1"), None);
+        assert_eq!(name_to_offset(""), None);
+        assert_eq!(name_to_offset("+"), None);
+        assert_eq!(name_to_offset(" 1"), None);
         assert_eq!(name_to_offset("0000000000107374182x"), None);
         assert_eq!(name_to_offset("99999999999999999999"), None);
         assert_eq!(name_to_offset("09223372036854775808"), None);

@@ -199,6 +199,8 @@ codes! {
     CommitlogQueueOffsetRepeat = "commitlog.queue_offset_repeat", Error, "a queue offset appears twice in the commitlog";
     CommitlogDuplicateUniqKey = "commitlog.duplicate_uniq_key", Info, "the same UNIQ_KEY is stored at several offsets";
     CommitlogBadDelay = "commitlog.bad_delay", Error, "a SCHEDULE_TOPIC_XXXX record whose DELAY is not a number";
+    CommitlogRepairTombstone = "commitlog.repair_tombstone", Info, "a tombstone a repair wrote in place of a destroyed message (same offsets; its body says where the original bytes are kept)";
+    CommitlogRepairFiller = "commitlog.repair_filler", Info, "a filler record a repair wrote over damaged bytes (ROLLBACK: no unit, no index key, no consumer sees it)";
     CommitlogHole = "commitlog.hole", Error, "zeros where a record should start, with records after them";
     CommitlogStaleRecords = "commitlog.stale_records", Warning, "records left behind an earlier truncation after the end of the data";
     CommitlogOddField = "commitlog.odd_field", Warning, "a record field the broker would not write (sysflag bits, topic name, version, time)";

@@ -1288,12 +1288,33 @@ struct RepairSummary {
     actions: u64,
     cut: Option<RepairCut>,
     headers_mended: u64,
+    tombstones: u64,
+    fillers: u64,
+    lost: Vec<RepairLost>,
     messages_kept: u64,
     salvaged_records: u64,
     salvaged_bytes: u64,
     removed_bytes: u64,
+    removed_data_bytes: u64,
+    removed_file_bytes: u64,
     store: Option<String>,
     repair_folder: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RepairLost {
+    commitlog_offset: u64,
+    size: u64,
+    topic: Option<String>,
+    queue_id: Option<i32>,
+    queue_offset: Option<i64>,
+    msg_id: Option<String>,
+    uniq_key: Option<String>,
+    keys: Vec<String>,
+    proof: String,
+    replaced_by: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -2148,6 +2169,7 @@ fn docs_name_every_field_of_every_type() {
         (sm("rebuild"), fields_of::<RebuildSummary>()),
         (sm("repair"), fields_of::<RepairSummary>()),
         (sm("repair"), fields_of::<RepairCut>()),
+        (sm("repair"), fields_of::<RepairLost>()),
         (sm("export"), fields_of::<ExportSummary>()),
         (sm("replay"), fields_of::<ReplaySummary>()),
         (sm("replay"), fields_of::<ReplayOffset>()),

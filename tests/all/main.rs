@@ -18,6 +18,7 @@ mod oracle;
 mod pop;
 mod rebuild;
 mod repair;
+mod repair_service;
 mod repair_timer;
 mod replay;
 mod serve;

@@ -16,7 +16,7 @@ use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::mapped::Mapped;
 
 /// Relative path -> bytes of every file below `dir`, skipping repair folders and markers.
-fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     common::tree(dir)
         .into_iter()
         .filter(|(r, _)| {
@@ -28,7 +28,7 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 /// Records readable before: each commitlog file walked from its start until its first error.
-fn readable(root: &Path) -> BTreeMap<u64, Vec<u8>> {
+pub(crate) fn readable(root: &Path) -> BTreeMap<u64, Vec<u8>> {
     let mut out = BTreeMap::new();
     let Ok(store) = Store::open(root, &GeometryInputs::default()) else {
         return out;
@@ -43,15 +43,15 @@ fn readable(root: &Path) -> BTreeMap<u64, Vec<u8>> {
     out
 }
 
-struct Repaired {
-    _t: tempfile::TempDir,
-    original: PathBuf,
-    out: PathBuf,
-    repair: PathBuf,
-    manifest: serde_json::Value,
+pub(crate) struct Repaired {
+    pub(crate) _t: tempfile::TempDir,
+    pub(crate) original: PathBuf,
+    pub(crate) out: PathBuf,
+    pub(crate) repair: PathBuf,
+    pub(crate) manifest: serde_json::Value,
 }
 
-fn damaged(from: &Path, damage: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn damaged(from: &Path, damage: impl FnOnce(&Path)) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let s = t.path().join("store");
     copy_tree(from, &s);
@@ -60,12 +60,17 @@ fn damaged(from: &Path, damage: impl FnOnce(&Path)) -> (tempfile::TempDir, PathB
 }
 
 fn repair_out(t: tempfile::TempDir, original: PathBuf) -> Repaired {
+    repair_out_with(t, original, &[])
+}
+
+pub(crate) fn repair_out_with(t: tempfile::TempDir, original: PathBuf, args: &[&str]) -> Repaired {
     let out = t.path().join("out");
     bin()
         .arg("repair")
         .arg(&original)
         .arg("--out")
         .arg(&out)
+        .args(args)
         .assert()
         .success();
     let repair = repair_folder(&out).unwrap();
@@ -82,7 +87,7 @@ fn repair_out(t: tempfile::TempDir, original: PathBuf) -> Repaired {
 
 /// The repaired store: walks cleanly to its end, and its consume queues and index are what a
 /// rebuild from its commitlog gives (a consistent store).
-fn assert_consistent(r: &Repaired, ctx: &str) {
+pub(crate) fn assert_consistent(r: &Repaired, ctx: &str) {
     let store = Store::open(&r.out, &GeometryInputs::default()).unwrap();
     for seg in &store.commitlog.segments {
         let map = Mapped::open(&seg.path).unwrap();
@@ -124,7 +129,7 @@ fn assert_consistent(r: &Repaired, ctx: &str) {
 
 /// Every record readable before is in the repaired store at the same offset (with the header
 /// fields the manifest says were written back), or salvaged.
-fn assert_nothing_lost(r: &Repaired, before: &BTreeMap<u64, Vec<u8>>, ctx: &str) {
+pub(crate) fn assert_nothing_lost(r: &Repaired, before: &BTreeMap<u64, Vec<u8>>, ctx: &str) {
     let kept = readable(&r.out);
     let mut salvaged: HashMap<u64, String> = HashMap::new();
     let in_salvage = readable(&r.repair.join("salvaged"));
@@ -182,7 +187,7 @@ fn assert_nothing_lost(r: &Repaired, before: &BTreeMap<u64, Vec<u8>>, ctx: &str)
 }
 
 /// Original bytes == repaired store + repair folder, file by file.
-fn assert_bytes_kept(r: &Repaired, original: &BTreeMap<PathBuf, Vec<u8>>, ctx: &str) {
+pub(crate) fn assert_bytes_kept(r: &Repaired, original: &BTreeMap<PathBuf, Vec<u8>>, ctx: &str) {
     let repaired = tree(&r.out);
     let mut removed: HashMap<PathBuf, Vec<(u64, Vec<u8>)>> = HashMap::new();
     for x in r.manifest["removed"].as_array().unwrap() {
@@ -235,7 +240,7 @@ fn assert_bytes_kept(r: &Repaired, original: &BTreeMap<PathBuf, Vec<u8>>, ctx: &
     }
 }
 
-fn check(from: &Path, ctx: &str, damage: impl FnOnce(&Path)) -> Repaired {
+pub(crate) fn check(from: &Path, ctx: &str, damage: impl FnOnce(&Path)) -> Repaired {
     let (t, s) = damaged(from, damage);
     let before = readable(&s);
     let original = tree(&s);
@@ -252,7 +257,7 @@ fn check(from: &Path, ctx: &str, damage: impl FnOnce(&Path)) -> Repaired {
     r
 }
 
-fn commitlog_file(s: &Path, i: usize) -> PathBuf {
+pub(crate) fn commitlog_file(s: &Path, i: usize) -> PathBuf {
     let mut v: Vec<_> = std::fs::read_dir(s.join("commitlog"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -262,7 +267,7 @@ fn commitlog_file(s: &Path, i: usize) -> PathBuf {
 }
 
 /// Position of the `n`th record of a commitlog file.
-fn record_pos(f: &Path, n: usize) -> usize {
+pub(crate) fn record_pos(f: &Path, n: usize) -> usize {
     let b = std::fs::read(f).unwrap();
     let mut p = 0;
     for _ in 0..n {
@@ -271,7 +276,7 @@ fn record_pos(f: &Path, n: usize) -> usize {
     p
 }
 
-fn patch(f: &Path, at: usize, edit: impl FnOnce(&mut [u8])) {
+pub(crate) fn patch(f: &Path, at: usize, edit: impl FnOnce(&mut [u8])) {
     let mut b = std::fs::read(f).unwrap();
     edit(&mut b[at..]);
     std::fs::write(f, b).unwrap();
@@ -284,11 +289,12 @@ fn flipped_body_bit() {
         let p = record_pos(&f, 5);
         patch(&f, p + 100, |b| b[0] ^= 0x10);
     });
-    assert!(r.manifest["cut"]["reason"]
-        .as_str()
-        .unwrap()
-        .contains("CRC"));
-    assert!(r.manifest["salvaged_records"].as_u64().unwrap() > 1000);
+    // bridged in place: the record is tombstoned, nothing is cut or salvaged
+    assert!(r.manifest["cut"].is_null(), "{}", r.manifest["cut"]);
+    let b = &r.manifest["bridges"][0];
+    assert!(b["why"].as_str().unwrap().contains("CRC"));
+    assert_eq!(b["tombstones"], 1);
+    assert_eq!(r.manifest["salvaged_records"], 0);
 }
 
 #[test]
@@ -418,7 +424,8 @@ fn oracle_stores() {
             let p = record_pos(&f, 3);
             patch(&f, p + 120, |b| b[0] ^= 0x80);
         });
-        assert!(r.manifest["salvaged_records"].as_u64().unwrap() > 1000);
+        assert_eq!(r.manifest["bridges"][0]["tombstones"], 1);
+        assert_eq!(r.manifest["salvaged_records"], 0);
     }
 }
 

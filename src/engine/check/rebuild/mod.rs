@@ -87,14 +87,32 @@ pub struct Patch {
     pub bytes: Vec<u8>,
 }
 
+/// A range of the commitlog replaced by new records (a repair's tombstones and fillers over
+/// damaged bytes): `bytes` are whole records, as long as the range, the first at `offset`.
+#[derive(Debug, Clone)]
+pub struct Insert {
+    pub offset: u64,
+    pub bytes: Vec<u8>,
+}
+
+impl Insert {
+    /// The commitlog offset after the range.
+    pub fn end(&self) -> u64 {
+        self.offset + self.bytes.len() as u64
+    }
+}
+
 /// The records to dispatch: the commitlog of `store` as recovery walks it, ending at `end` (a
-/// commitlog offset) if that comes first, with `patches` applied.
+/// commitlog offset) if that comes first, with `patches` applied and the ranges of `inserts`
+/// read from their new records.
 #[derive(Debug, Clone, Copy)]
 pub struct Source<'a> {
     pub store: &'a Store,
     pub end: Option<u64>,
     /// Sorted by record offset.
     pub patches: &'a [Patch],
+    /// Sorted by offset, none overlapping.
+    pub inserts: &'a [Insert],
 }
 
 impl<'a> Source<'a> {
@@ -104,6 +122,7 @@ impl<'a> Source<'a> {
             store,
             end: None,
             patches: &[],
+            inserts: &[],
         }
     }
 }
@@ -199,7 +218,12 @@ fn walk_kept(
             }
             apply(b)
         };
-        let walk = walk_in_pieces(buf, seg, PIECE, &prepare, &mut apply_or_stop);
+        let here = inserts_in(src.inserts, seg.start, seg.start + limit as u64);
+        let walk = if here.is_empty() {
+            walk_in_pieces(buf, seg, PIECE, &prepare, &mut apply_or_stop)
+        } else {
+            walk_around(buf, seg, here, &prepare, &mut apply_or_stop)
+        };
         map.release(0, map.len());
         progress(done.fetch_add(seg.len, Ordering::Relaxed) + seg.len);
         let walk = walk?;
@@ -221,6 +245,89 @@ fn walk_kept(
         }
     }
     Ok(out)
+}
+
+/// The inserts that lie within commitlog offsets `from..to`.
+fn inserts_in(inserts: &[Insert], from: u64, to: u64) -> &[Insert] {
+    let a = inserts.partition_point(|i| i.offset < from);
+    let b = inserts.partition_point(|i| i.end() <= to);
+    inserts.get(a..b.max(a)).unwrap_or(&[])
+}
+
+/// Walk one commitlog file (`buf`) in one go with `inserts` (within the file, in order) read in
+/// place of the bytes they replace: the walk of each stretch between them must end cleanly
+/// where the next insert starts, or the file's walk ends there.
+fn walk_around(
+    buf: &[u8],
+    seg: &Segment,
+    inserts: &[Insert],
+    prepare: &(dyn Fn(&MessageRef<'_>, &mut Batch) + Sync),
+    apply: &mut (dyn FnMut(Batch) -> Result<()> + Send),
+) -> Result<FileWalk> {
+    let mut before: Option<FileWalk> = None;
+    let mut from = 0usize;
+    for ins in inserts {
+        let at = (ins.offset - seg.start) as usize;
+        let walk = walk_stretch(buf, seg, before.take(), from, at, prepare, apply)?;
+        if !walk.ends_cleanly_at(at as u64) {
+            return Ok(walk);
+        }
+        let mut batch = Batch::default();
+        let mut q = 0usize;
+        while q < ins.bytes.len() {
+            match parse_record(&ins.bytes, q, ins.offset, false) {
+                Ok(Record::Message(m)) => {
+                    prepare(&m, &mut batch);
+                    q += m.raw.len();
+                }
+                _ => break,
+            }
+        }
+        apply(batch)?;
+        from = at + ins.bytes.len();
+        before = Some(FileWalk {
+            stop_pos: from as u64,
+            ..walk
+        });
+    }
+    walk_stretch(buf, seg, before, from, buf.len(), prepare, apply)
+}
+
+/// The recovery walk of `buf[from..to]`, continuing `before`, its records prepared and applied
+/// in batches.
+fn walk_stretch(
+    buf: &[u8],
+    seg: &Segment,
+    before: Option<FileWalk>,
+    from: usize,
+    to: usize,
+    prepare: &(dyn Fn(&MessageRef<'_>, &mut Batch) + Sync),
+    apply: &mut (dyn FnMut(Batch) -> Result<()> + Send),
+) -> Result<FileWalk> {
+    let mut batch = Batch::default();
+    let mut failed = None;
+    let part = buf.get(..to).unwrap_or(buf);
+    let walk = recovery::walk_on(
+        before,
+        part,
+        from,
+        seg,
+        &WalkOptions::default(),
+        |m, place| {
+            if place != RecordPlace::Chain || failed.is_some() {
+                return;
+            }
+            prepare(m, &mut batch);
+            if batch.records >= BATCH_RECORDS {
+                failed = apply(std::mem::take(&mut batch)).err();
+            }
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    apply(batch)?;
+    Ok(walk)
 }
 
 /// One walked piece of a file: where it was walked from and to, its walk and its records.

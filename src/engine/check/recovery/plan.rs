@@ -203,8 +203,14 @@ impl RecoveryPlan {
                 StopReason::CrcMismatch => "a body CRC mismatch".to_string(),
                 StopReason::ZeroHole => "zeros where a record should start".to_string(),
             };
+            let damaged = match c.reason {
+                StopReason::CrcMismatch | StopReason::BadRecord => {
+                    "the damaged record at the cut and "
+                }
+                _ => "",
+            };
             s.push(format!(
-                "cut the commitlog at offset {} ({} at position {}): {}; {} later messages ({} bytes) dropped",
+                "cut the commitlog at offset {} ({} at position {}): {}; {damaged}{} later messages ({} bytes) dropped",
                 c.offset,
                 c.file.display(),
                 c.pos,
@@ -452,7 +458,10 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
             RecoveryMode::Normal => match version.version {
                 BrokerVersion::V4_9 => (
                     Some(segs.len().saturating_sub(3)),
-                    "the third-to-last file (recoverNormally scans the last three)".to_string(),
+                    format!(
+                        "{} (recoverNormally scans the last three)",
+                        third_to_last(segs.len())
+                    ),
                 ),
                 BrokerVersion::V5 => {
                     let i = segs
@@ -462,7 +471,8 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
                         Some(i),
                         format!(
                             "the last file starting at or below the consume queues' max offset {max_phy} \
-                             (5.3.2+; 5.0-5.3.1 start at the third-to-last file, {})",
+                             (5.3.2+; 5.0-5.3.1 start at {}, {})",
+                            third_to_last(segs.len()),
                             segs.get(segs.len().saturating_sub(3))
                                 .map(|s| s.path.display().to_string())
                                 .unwrap_or_default()
@@ -791,4 +801,13 @@ pub fn plan(store: &Store, check_crc: bool) -> Result<RecoveryPlan> {
         .map(|&p| if p { it.next() } else { None })
         .collect();
     finish(store, &prep, &refs, check_crc)
+}
+
+/// The file `recoverNormally` of 4.9 (and 5.0 to 5.3.1) starts at among `n` files, in words.
+fn third_to_last(n: usize) -> &'static str {
+    match n {
+        0 | 1 => "the first file (the only one)",
+        2 => "the first file (there are only two)",
+        _ => "the third-to-last file",
+    }
 }

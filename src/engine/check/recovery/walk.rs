@@ -129,6 +129,11 @@ pub struct FileWalk {
     /// File position where the broker's walk leaves the file, and why.
     pub stop_pos: u64,
     pub stop: StopReason,
+    /// Where the walk resynchronised past every damaged spot ends: a blank
+    /// ([`StopReason::Blank`]) or the end of the data ([`StopReason::EndOfData`]), and its file
+    /// position. Equal to the stop when nothing is damaged.
+    pub end_pos: u64,
+    pub end: StopReason,
     /// Records and bytes before the stop.
     pub records: u64,
     pub bytes: u64,
@@ -167,6 +172,8 @@ impl FileWalk {
             len: len as u64,
             stop_pos: 0,
             stop: StopReason::EndOfData,
+            end_pos: 0,
+            end: StopReason::EndOfData,
             records: 0,
             bytes: 0,
             after_records: 0,
@@ -295,6 +302,7 @@ where
         None => FileWalk::new(seg, len),
     };
     let mut stopped: Option<(usize, StopReason)> = None;
+    let mut end = StopReason::EndOfData;
     let mut pos = from;
     // The broker's record walk from `pos`; where it ends (a blank, zeros, a record that does not
     // parse) recovery's own rules decide whether and where a new walk takes up again.
@@ -320,6 +328,7 @@ where
                 if stopped.is_none() {
                     stopped = Some((at, StopReason::Blank));
                 }
+                end = StopReason::Blank;
                 let tail = at + crate::format::commitlog::END_FILE_MIN_BLANK_LENGTH;
                 dirty_tail(buf, tail.min(len), seg, &mut w);
                 pos = at;
@@ -396,6 +405,8 @@ where
     let (stop_pos, stop) = stopped.unwrap_or((pos.min(len), StopReason::EndOfData));
     w.stop_pos = stop_pos as u64;
     w.stop = stop;
+    w.end_pos = pos.min(len) as u64;
+    w.end = end;
     w
 }
 

@@ -12,13 +12,18 @@
 //! stage serves `--out` (it is the output) and `--in-place` (it is switched in by one atomic
 //! exchange of folders).
 //!
-//! The commitlog is cut at the first place the chain of records from the first file breaks: a
-//! record recovery rejects, a header nothing can mend, a missing or misnamed file, data ending
-//! before the last file. Header fields the store proves (see [`crate::engine::check::headers`]) are mended in
-//! place instead, keeping the record. Bytes after the end of the data are zeroed (saved first).
+//! Damage between intact records (a body that fails its CRC, a zeroed page, garbage) is bridged
+//! in place ([`bridge`]): tombstones where the store proves a destroyed record, fillers for the
+//! rest, so every intact record keeps its commitlog and queue offsets and stays in service; each
+//! record that leaves service is named in the output and the manifest. The commitlog is cut only
+//! where the chain cannot be bridged (a torn tail, a missing or misnamed file, a header nothing
+//! can mend, data ending before the last file), or at the first damage with [`Mode::Cut`].
+//! Header fields the store proves (see [`crate::engine::check::headers`]) are mended in place,
+//! keeping the record. Bytes after the end of the data are zeroed (saved first).
 //! The 5.x timer files are repaired by [`timer`]: the timer log cut after its last valid unit,
 //! the wheel rebuilt from it, `config/timercheck` derived from both.
 
+mod bridge;
 mod plan;
 mod stage;
 mod timer;
@@ -39,8 +44,20 @@ use crate::format::error::Result;
 use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 
 pub use crate::engine::store::safedir::STAGE_MARKER;
-pub use plan::{plan, plan_with};
+pub use bridge::{Bridge, LostRecord, FILLER, FILLER_TOPIC, TOMBSTONE};
+pub use plan::{plan, plan_mode, plan_with};
 pub use stage::apply;
+
+/// How repair treats a damaged range between intact records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Replace it in place by tombstones and fillers: every intact record stays in service at
+    /// its own offsets.
+    #[default]
+    Bridge,
+    /// Cut the commitlog there as the broker's recovery would, and salvage the records after it.
+    Cut,
+}
 
 /// One step of the plan.
 #[derive(Debug, Clone, Serialize)]
@@ -104,6 +121,8 @@ pub struct Manifest {
     pub store: String,
     pub created: String,
     pub cut: Option<Cut>,
+    /// Damaged ranges replaced in place, and the records they held.
+    pub bridges: Vec<Bridge>,
     pub actions: Vec<Action>,
     pub headers: Vec<HeaderRepair>,
     pub removed: Vec<Removed>,
@@ -112,6 +131,49 @@ pub struct Manifest {
     /// Messages of the repaired store's commitlog.
     pub messages_kept: u64,
     pub checkpoint: Option<Checkpoint>,
+}
+
+/// The bytes a repair moved to its repair folder, told apart.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct RemovedBytes {
+    /// Commitlog data: records, damaged bytes, non-zero bytes after the data.
+    pub data: u64,
+    /// The rest: whole files saved as they were (consume queue and index files the rebuild
+    /// replaced, config), at their full preallocated sizes, and the unused space of commitlog
+    /// files saved whole.
+    pub files: u64,
+}
+
+impl Manifest {
+    /// [`RemovedBytes`] of this repair: for a commitlog file saved whole, its data is what its
+    /// walk in `report` found.
+    pub fn removed_bytes(&self, report: &Report) -> RemovedBytes {
+        let mut r = RemovedBytes::default();
+        for x in self.removed.iter().filter(|x| x.saved_as.is_some()) {
+            let walk = report
+                .walks
+                .iter()
+                .flatten()
+                .find(|w| w.path.ends_with(&x.file));
+            match walk {
+                Some(w)
+                    if x.offset == 0 && x.length == w.len && x.file.starts_with("commitlog") =>
+                {
+                    let data = match w.end {
+                        crate::engine::check::recovery::StopReason::Blank => w.end_pos + 8,
+                        _ => w.end_pos,
+                    }
+                    .max(w.stop_pos)
+                    .min(w.len);
+                    r.data += data;
+                    r.files += x.length - data;
+                }
+                Some(_) => r.data += x.length,
+                None => r.files += x.length,
+            }
+        }
+        r
+    }
 }
 
 /// What happens to one commitlog file.
@@ -138,6 +200,8 @@ struct ConfigWrite {
 pub struct Plan {
     pub report: Report,
     pub cut: Option<Cut>,
+    /// Damaged ranges replaced in place by tombstones and fillers.
+    pub bridges: Vec<Bridge>,
     pub headers: Vec<HeaderRepair>,
     pub actions: Vec<Action>,
     /// Records found after the cut that validate, and their bytes (what salvage keeps).
@@ -191,7 +255,8 @@ pub fn fixed_geometry(store: &Store) -> GeometryInputs {
 }
 
 /// Call `f` with every record from file `from_seg` position `from_pos` on that validates as a
-/// record of its place (a message magic, sizes that add up, PHYSICALOFFSET equal to its position,
+/// record of its place (a message magic, sizes that add up, PHYSICALOFFSET equal to its position
+/// from where the file's first record says the file starts,
 /// the body CRC, a DELAY the broker's dispatch reads), in one forward pass; returns (records,
 /// bytes). A record the broker would reject stays in the removed bytes only.
 fn salvage_scan(
@@ -233,12 +298,18 @@ fn salvage_file(
     let (mut n, mut bytes) = (0u64, 0u64);
     let seg = &store.commitlog.segments[i];
     let map = seg.map()?;
+    // Where the file's own records say it starts: its name, unless the file was renamed (past a
+    // gap in the names, its records keep the offsets they were written at).
+    let base = match parse_record(&map, 0, seg.start, false) {
+        Ok(Record::Message(m)) if m.physical_offset >= 0 => m.physical_offset,
+        _ => seg.start as i64,
+    };
     // The record at the cut itself is a candidate too.
     let mut next = Some(from as usize);
     while let Some(start) = next {
         match parse_record(&map, start, seg.start, false) {
             Ok(Record::Message(m))
-                if m.physical_offset == (seg.start + start as u64) as i64
+                if m.physical_offset == base.wrapping_add(start as i64)
                     && (m.body.is_empty() || m.body_crc_ok())
                     && record_tags_code(&m, &store.geometry).is_ok() =>
             {

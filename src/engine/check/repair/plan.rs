@@ -4,8 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use super::bridge::{self, Bridge};
 use super::{
-    hex, rel, salvage_count, Action, ConfigWrite, Cut, Fate, HeaderRepair, Plan, STAGE_MARKER,
+    hex, rel, salvage_count, Action, ConfigWrite, Cut, Fate, HeaderRepair, Mode, Plan, STAGE_MARKER,
 };
 use crate::engine::check::headers::{field_patch, DamagedHeader};
 use crate::engine::check::rebuild::{plan_queues, Patch, RebuildOptions, Source};
@@ -56,6 +57,11 @@ pub fn plan(store: &Store) -> Result<Plan> {
 /// [`crate::format::error::Error::Interrupted`]); the plan carries the flag, so that [`super::apply`]
 /// stops too, at its next salvaged record or piece of the commitlog rebuilt.
 pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Plan> {
+    plan_mode(store, interrupt, Mode::Bridge)
+}
+
+/// [`plan_with`] in the given [`Mode`].
+pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) -> Result<Plan> {
     let check = VerifyOptions {
         interrupt: interrupt.clone(),
         ..VerifyOptions::default()
@@ -69,11 +75,19 @@ pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Pl
         actions: Vec::new(),
     };
     let mendable = mendable(store, &report)?;
-    let cut = d.cut(chain_break(store, &report, &mendable));
+    let mut bridging = match mode {
+        Mode::Bridge => bridging(store, &report)?,
+        Mode::Cut => Bridging::none(&report),
+    };
+    let cut = d.cut(chain_break(store, &report, &mendable, &bridging));
     let cut_offset = cut.as_ref().map(|c| c.offset);
+    bridging
+        .bridges
+        .retain(|b| cut_offset.is_none_or(|c| b.offset + b.length <= c));
+    d.bridged(&bridging.bridges);
     d.kept_files(&report, cut_offset);
     let (headers, patches) = d.headers(mendable, cut_offset);
-    let (salvage_records, salvage_bytes) = d.salvage(cut.as_ref())?;
+    let (salvage_records, salvage_bytes) = d.salvage(cut.as_ref(), &report)?;
     let set_aside = set_aside_entries(store)?;
     for (e, why) in &set_aside {
         d.act(
@@ -86,7 +100,7 @@ pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Pl
 
     // Consume queues and index: rebuilt from the kept records when verify found anything in them
     // or the commitlog changes.
-    let commitlog_changes = cut.is_some() || !patches.is_empty();
+    let commitlog_changes = cut.is_some() || !patches.is_empty() || !bridging.bridges.is_empty();
     let why = |n: usize, what: &str| match (n, commitlog_changes) {
         (0, _) => "the commitlog changes".to_string(),
         (n, false) => format!("verify has {n} {what} finding(s)"),
@@ -123,10 +137,12 @@ pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Pl
         interrupt,
         ..RebuildOptions::for_geometry(store.geometry.clone())
     };
+    let inserts: Vec<_> = bridging.bridges.iter().map(|b| b.insert()).collect();
     let src = Source {
         store,
         end: cut_offset,
         patches: &patches,
+        inserts: &inserts,
     };
     let queues = plan_queues(&src, &rebuild)?;
     let mut config = plan_config(store, &queues.queue_bounds, &mut d.actions)?;
@@ -150,6 +166,7 @@ pub fn plan_with(store: &Store, interrupt: Option<Arc<AtomicBool>>) -> Result<Pl
         messages_kept: queues.records,
         report,
         cut,
+        bridges: bridging.bridges,
         headers,
         actions: d.actions,
         salvage_records,
@@ -219,6 +236,33 @@ impl Draft<'_> {
         })
     }
 
+    /// The files with damage bridged in place are rewritten; each range is an action.
+    fn bridged(&mut self, bridges: &[Bridge]) {
+        for b in bridges {
+            let seg = &self.store.commitlog.segments[b.segment];
+            if self.fates[b.segment] == Fate::Keep {
+                self.fates[b.segment] = Fate::Rewrite {
+                    keep: seg.len.min(self.size),
+                };
+            }
+            let named = b.lost.iter().filter(|l| l.topic.is_some()).count();
+            self.act(
+                format!(
+                    "{} byte {} ({} bytes, commitlog offset {}): {}",
+                    b.file, b.position, b.length, b.offset, b.why
+                ),
+                &format!(
+                    "replace the range in place by {} tombstone(s) (the destroyed messages the \
+                     store proves, at their own offsets) and {} filler record(s); every later \
+                     record keeps its offsets; the bytes are kept in the repair folder",
+                    b.tombstones, b.fillers
+                ),
+                named as u64,
+                b.length,
+            );
+        }
+    }
+
     /// File sizes, dirty tails and blank sizes of the files kept.
     fn kept_files(&mut self, report: &Report, cut_offset: Option<u64>) {
         let (store, size) = (self.store, self.size);
@@ -235,9 +279,9 @@ impl Draft<'_> {
             .min(size);
             if let Some(w) = w {
                 // Non-zero bytes after the data: the data's end is kept, the rest zeroed (saved).
-                let data_end = match w.stop {
-                    StopReason::Blank => w.stop_pos + 8,
-                    _ => w.stop_pos,
+                let data_end = match w.end {
+                    StopReason::Blank => w.end_pos + 8,
+                    _ => w.end_pos,
                 };
                 for p in &w.problems {
                     match p {
@@ -368,7 +412,7 @@ impl Draft<'_> {
     }
 
     /// The cut, the files after it, and what can be salvaged from them: (records, bytes).
-    fn salvage(&mut self, cut: Option<&Cut>) -> Result<(u64, u64)> {
+    fn salvage(&mut self, cut: Option<&Cut>, report: &Report) -> Result<(u64, u64)> {
         let Some(c) = cut else { return Ok((0, 0)) };
         let segs = &self.store.commitlog.segments;
         let i = segs
@@ -377,23 +421,51 @@ impl Draft<'_> {
             .unwrap_or(0);
         let (records, bytes) = salvage_count(self.store, i, c.position)?;
         let moved = self.fates.iter().filter(|f| **f == Fate::Out).count();
+        // Data after the cut: in the cut file up to where its walk ends, and in every later file.
+        let data_end = |j: usize| {
+            report.walks.get(j).and_then(Option::as_ref).map_or(0, |w| {
+                let end = match w.end {
+                    StopReason::Blank => w.end_pos + 8,
+                    _ => w.end_pos,
+                };
+                end.max(w.stop_pos)
+            })
+        };
+        let after: u64 =
+            data_end(i).saturating_sub(c.position) + (i + 1..segs.len()).map(data_end).sum::<u64>();
+        let mut what = vec!["cut there as the broker's recovery would".to_string()];
+        if after > 0 {
+            what.push(format!(
+                "keep the {after} data bytes after the cut in the repair folder"
+            ));
+        }
+        if moved > 0 {
+            what.push(format!(
+                "move {moved} file(s) from the cut on to the repair folder"
+            ));
+        }
+        let damaged = report
+            .walks
+            .get(i)
+            .and_then(Option::as_ref)
+            .is_some_and(|w| {
+                w.stop_pos == c.position
+                    && matches!(w.stop, StopReason::CrcMismatch | StopReason::BadRecord)
+            });
         self.act(
             format!(
                 "commitlog unreadable from {} byte {}: {}",
                 c.file, c.position, c.reason
             ),
-            &format!(
-                "cut there as the broker's recovery would; move {moved} later file(s) and the \
-                 bytes after the cut to the repair folder"
-            ),
-            0,
-            0,
+            &what.join("; "),
+            u64::from(damaged),
+            after,
         );
         if records > 0 {
             self.act(
                 "valid records after the cut".into(),
-                "salvage them to salvaged/ (a store) and salvaged.jsonl, with original offsets \
-                 and ids",
+                "salvage them to salvaged/ (a store, with each group's offsets translated to it) \
+                 and salvaged.jsonl, with original offsets and ids",
                 records,
                 bytes,
             );
@@ -450,20 +522,115 @@ fn mendable<'r>(
 /// the file itself is cut or goes whole).
 struct ChainBreak(usize, u64, String, bool);
 
+/// The damage bridged in place, and where bridging gave up (per file: the position and why).
+#[derive(Default)]
+struct Bridging {
+    bridges: Vec<Bridge>,
+    breaks: BTreeMap<usize, (u64, String)>,
+}
+
+impl Bridging {
+    /// Nothing bridged: the chain breaks at the first damaged record.
+    fn none(report: &Report) -> Self {
+        let mut out = Bridging::default();
+        if let Some((i, w)) = report
+            .walks
+            .iter()
+            .enumerate()
+            .find_map(|(i, w)| w.as_ref().filter(|w| w.stop.is_damage()).map(|w| (i, w)))
+        {
+            out.breaks.insert(i, (w.stop_pos, stop_reason(w)));
+        }
+        out
+    }
+}
+
+/// Bridge the damaged ranges of every file whose walk stops at damage, in commitlog order, up
+/// to the first range that cannot be bridged.
+fn bridging(store: &Store, report: &Report) -> Result<Bridging> {
+    let mut damage = Vec::new();
+    let mut out = Bridging::default();
+    for (i, w) in report.walks.iter().enumerate() {
+        let Some(w) = w.as_ref().filter(|w| w.stop.is_damage()) else {
+            continue;
+        };
+        let (ranges, broken) = bridge::damage_of(store, i, w)?;
+        damage.extend(ranges);
+        if let Some(pos) = broken {
+            let why = if pos == w.stop_pos {
+                stop_reason(w)
+            } else {
+                "damage that cannot be bridged in place (data ends in it, or it overlaps)".into()
+            };
+            out.breaks.insert(i, (pos, why));
+            break;
+        }
+    }
+    let (mut bridges, failed) = bridge::bridges(store, &damage)?;
+    bridge::infer_from_queue_gaps(&mut bridges, &report.queue_breaks);
+    if let Some((at, why)) = failed {
+        let segs = &store.commitlog.segments;
+        if let Some(i) = segs
+            .iter()
+            .position(|s| at >= s.start && at < s.start.saturating_add(s.len))
+        {
+            let pos = at - store.commitlog.segments[i].start;
+            let e = out.breaks.entry(i).or_insert((pos, why.clone()));
+            if pos <= e.0 {
+                *e = (pos, why);
+            }
+        }
+    }
+    out.bridges = bridges;
+    Ok(out)
+}
+
+/// True when the queue break at commitlog offset `o` is closed by a tombstone: the record there
+/// follows, in its queue, a record a bridge keeps as a tombstone.
+fn closed_by_tombstone(store: &Store, o: u64, bridges: &[Bridge]) -> bool {
+    let Some(seg) = store.commitlog.segment_for(o) else {
+        return false;
+    };
+    let Ok(map) = seg.map() else { return false };
+    let found = match parse_record(&map, (o - seg.start) as usize, seg.start, false) {
+        Ok(Record::Message(m)) => Some((m.topic.to_string(), m.queue_id, m.queue_offset)),
+        _ => None,
+    };
+    map.release(0, map.len());
+    let Some((topic, q, qo)) = found else {
+        return false;
+    };
+    bridges.iter().flat_map(|b| &b.lost).any(|l| {
+        l.replaced_by == "tombstone"
+            && l.topic.as_deref() == Some(topic.as_str())
+            && l.queue_id == Some(q)
+            && l.queue_offset == Some(qo - 1)
+    })
+}
+
 /// The first place the chain of records from the first file breaks: a missing or unreadable
 /// file, an unexplained break in a queue's offsets, a header nothing can mend, a record the
-/// recovery walk rejects, records past the file size, data ending before later data.
+/// recovery walk rejects that is not bridged in place, records past the file size, data ending
+/// before later data.
 fn chain_break(
     store: &Store,
     report: &crate::engine::check::verify::Report,
     mendable: &[Mend<'_>],
+    bridging: &Bridging,
 ) -> Option<ChainBreak> {
     let segs = &store.commitlog.segments;
     let size = store.geometry.commitlog_file_size.value;
+    let in_bridge = |o: u64| {
+        bridging
+            .bridges
+            .iter()
+            .any(|b| o >= b.offset && o < b.offset + b.length)
+    };
     let unfixable: Vec<&DamagedHeader> = report
         .damaged_headers
         .iter()
         .filter(|d| !mendable.iter().any(|m| std::ptr::eq(m.header, *d)))
+        .filter(|d| !in_bridge(d.offset))
         .collect();
     let has_data = |w: Option<&FileWalk>| {
         w.is_some_and(|w| w.records + w.after_records > 0 || !w.problems.is_empty())
@@ -489,12 +656,18 @@ fn chain_break(
             break;
         };
         let limit = seg.len.min(size);
-        let stop = w.stop_pos.min(limit);
-        let break_here = report
-            .queue_breaks
-            .iter()
-            .find(|&&o| o >= seg.start && o < seg.start + stop)
-            .copied();
+        // Damage bridged in place does not stop the chain: the walk goes on to the file's end.
+        let (stop_at, stop_kind) = match (w.stop.is_damage(), bridging.breaks.get(&i)) {
+            (false, _) => (w.stop_pos, w.stop),
+            (true, Some((pos, _))) => (*pos, StopReason::BadRecord),
+            (true, None) => (w.end_pos, w.end),
+        };
+        let stop = stop_at.min(limit);
+        let break_here = report.queue_breaks.iter().map(|g| g.offset).find(|&o| {
+            o >= seg.start
+                && o < seg.start + stop
+                && !closed_by_tombstone(store, o, &bridging.bridges)
+        });
         let header_here = unfixable
             .iter()
             .find(|d| d.offset >= seg.start && d.offset < seg.start + stop);
@@ -520,11 +693,11 @@ fn chain_break(
             ));
             break;
         }
-        if w.stop.is_damage() {
-            cut = Some(ChainBreak(i, stop, stop_reason(w), true));
+        if let Some((pos, why)) = bridging.breaks.get(&i).filter(|_| w.stop.is_damage()) {
+            cut = Some(ChainBreak(i, (*pos).min(limit), why.clone(), true));
             break;
         }
-        if w.stop_pos > limit {
+        if stop_at > limit {
             cut = Some(ChainBreak(
                 i,
                 limit,
@@ -533,7 +706,7 @@ fn chain_break(
             ));
             break;
         }
-        if w.stop == StopReason::Blank {
+        if stop_kind == StopReason::Blank {
             continue;
         }
         let later =

@@ -2,20 +2,21 @@
 //! reach it saved in the repair folder and listed in the manifest.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use super::{rel, salvage_scan, Fate, Manifest, Plan, Removed, STAGE_MARKER};
-use crate::engine::check::rebuild::{rebuild_from, Source};
+use crate::engine::check::rebuild::{rebuild_from, Insert, Source};
 use crate::engine::check::recovery::StopReason;
 use crate::engine::store::index_builder::{IndexBuilder, IndexNaming};
 use crate::engine::store::safedir::{link_or_copy, sync_tree, write_copy, write_new};
 use crate::engine::store::writer::{StoreWriter, WriterOptions};
 use crate::engine::store::{paths, Store};
 use crate::format::checkpoint::Checkpoint;
+use crate::format::config::{ConfigFile, ConsumerOffsets, SubscriptionGroups, TopicConfigs};
 use crate::format::entry::{self, Entry, Kind};
 use crate::format::error::{Error, RepairError, Result, WritePathError};
 use crate::format::indexfile::write::IndexRecord;
@@ -75,6 +76,7 @@ fn stopped(store: &Store, plan: &Plan) -> Result<()> {
 /// it, the checkpoint, what is set aside, the other files and the config.
 fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) -> Result<Manifest> {
     let size = store.geometry.commitlog_file_size.value;
+    let inserts: Vec<Insert> = plan.bridges.iter().map(|b| b.insert()).collect();
 
     // Commitlog.
     let cl = stage.join(paths::COMMITLOG);
@@ -92,7 +94,7 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
             Fate::Keep => write_copy(&seg.path, &cl.join(&name), seg.len, seg.len, &[])?,
             Fate::Out => st.save_whole(&seg.path, "after the commitlog cut")?,
             Fate::Rewrite { keep } => {
-                let patches = plan.file_patches.get(&i).cloned().unwrap_or_default();
+                let mut patches = plan.file_patches.get(&i).cloned().unwrap_or_default();
                 for (at, new) in &patches {
                     st.save_part(
                         &seg.path,
@@ -101,8 +103,27 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
                         "a header field or blank size rewritten",
                     )?;
                 }
+                for (b, ins) in plan.bridges.iter().zip(&inserts) {
+                    if b.segment != i {
+                        continue;
+                    }
+                    st.save_part(
+                        &seg.path,
+                        b.position,
+                        b.position + b.length,
+                        &format!(
+                            "damaged ({}): replaced in place by {} tombstone(s) and {} filler(s)",
+                            b.why, b.tombstones, b.fillers
+                        ),
+                    )?;
+                    patches.push((b.position, ins.bytes.clone()));
+                }
                 write_copy(&seg.path, &cl.join(&name), keep, size, &patches)?;
-                st.save_tail(&seg.path, keep, seg.len, &relp)?;
+                let at_cut = plan
+                    .cut
+                    .as_ref()
+                    .is_some_and(|c| c.file == relp && c.position == keep);
+                st.save_tail(&seg.path, keep, seg.len, &relp, at_cut)?;
             }
         }
     }
@@ -110,6 +131,7 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
         store: store.root.display().to_string(),
         created: chrono::Utc::now().to_rfc3339(),
         cut: plan.cut.clone(),
+        bridges: plan.bridges.clone(),
         actions: plan.actions.clone(),
         headers: plan.headers.clone(),
         removed: Vec::new(),
@@ -124,6 +146,7 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
         store,
         end: plan.cut.as_ref().map(|c| c.offset),
         patches: &plan.patches,
+        inserts: &inserts,
     };
     let summary = rebuild_from(&src, stage, &plan.rebuild, &|_| {})?;
     m.messages_kept = summary.records;
@@ -253,7 +276,14 @@ impl Staging<'_> {
     }
 
     /// What a rewritten file does not keep after `keep`: data saved, zeros only listed.
-    pub(super) fn save_tail(&mut self, p: &Path, keep: u64, len: u64, relp: &str) -> Result<()> {
+    pub(super) fn save_tail(
+        &mut self,
+        p: &Path,
+        keep: u64,
+        len: u64,
+        relp: &str,
+        at_cut: bool,
+    ) -> Result<()> {
         if keep >= len {
             return Ok(());
         }
@@ -265,17 +295,26 @@ impl Staging<'_> {
             if b <= a {
                 continue;
             }
-            // Trim zeros at both ends of the data range: they need no copy.
+            // Trim zeros at both ends of the data range: they need no copy. The bytes right at
+            // the cut are the start of the first record dropped: kept as they are, zeros or not.
             let bytes = map.get(a as usize..b as usize).unwrap_or_default();
             let Some(first) = bytes.iter().position(|&x| x != 0) else {
                 continue;
             };
+            let first = if at_cut && a == keep { 0 } else { first };
             let last = bytes.iter().rposition(|&x| x != 0).unwrap_or(first);
             let (s, e) = (a + first as u64, a + last as u64 + 1);
             if s > listed_to {
                 self.zeros(relp, listed_to, s);
             }
-            self.save_part(p, s, e, "after the end of the kept data")?;
+            let why = if at_cut && s == keep {
+                "the commitlog from the cut on (the record at the cut first)"
+            } else if at_cut {
+                "data after the cut"
+            } else {
+                "non-zero bytes after the end of the data"
+            };
+            self.save_part(p, s, e, why)?;
             listed_to = e;
         }
         if len > listed_to {
@@ -292,7 +331,7 @@ impl Staging<'_> {
             length: to - from,
             saved_as: None,
             saved_offset: 0,
-            why: "zeros after the end of the kept data".into(),
+            why: "zeros after the end of the data (unused file space)".into(),
         });
     }
 
@@ -557,10 +596,11 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
         return Ok((0, 0));
     };
     let root = repair.join("salvaged");
+    let mut offsets = GroupOffsets::of(store);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Salvaged>>(4);
-    std::thread::scope(|s| {
+    let done = std::thread::scope(|s| {
         let listing = s.spawn(|| list_salvaged(store, rx, &root, repair));
-        let scanned = scan_salvage(store, plan, i, c.position, &root, tx);
+        let scanned = scan_salvage(store, plan, i, c.position, &root, tx, &mut offsets);
         let listed = listing
             .join()
             .unwrap_or_else(|p| std::panic::resume_unwind(p));
@@ -573,8 +613,96 @@ fn salvage(store: &Store, plan: &Plan, repair: &Path) -> Result<(u64, u64)> {
                 &cp.to_bytes(),
             )?;
         }
-        Ok((n, bytes))
-    })
+        Ok::<_, Error>((n, bytes))
+    })?;
+    if done.0 > 0 {
+        offsets.write(store, &root)?;
+    }
+    Ok(done)
+}
+
+/// A group, its committed offset in the original queue, its offset in the salvaged queue (-1
+/// while none of the queue's records was salvaged).
+type GroupOffset = (String, i64, i64);
+
+/// The groups' committed offsets, translated to the salvage store's queues: a group's offset on
+/// a salvaged queue is the number of its salvaged records the group had consumed (those below
+/// its committed offset in the original queue), so `export --group` on the salvage store hands
+/// over only what the group still needs.
+struct GroupOffsets {
+    /// (topic, queue id) -> (group, committed offset in the original store, translated offset).
+    by_queue: HashMap<(String, i32), Vec<GroupOffset>>,
+}
+
+impl GroupOffsets {
+    fn of(store: &Store) -> Self {
+        let mut by_queue: HashMap<(String, i32), Vec<GroupOffset>> = HashMap::new();
+        if let Ok(l) = crate::format::config::load::<ConsumerOffsets>(&store.config_dir()) {
+            for (topic, group, queues) in l.value.iter() {
+                if topic.is_empty() || group.is_empty() {
+                    continue;
+                }
+                for &(q, off) in queues {
+                    by_queue.entry((topic.to_string(), q)).or_default().push((
+                        group.to_string(),
+                        off,
+                        -1,
+                    ));
+                }
+            }
+        }
+        GroupOffsets { by_queue }
+    }
+
+    /// A record salvaged from queue offset `was` of its queue to `now` of the salvage store's.
+    fn salvaged(&mut self, topic: &str, queue_id: i32, was: i64, now: i64) {
+        let Some(groups) = self.by_queue.get_mut(&(topic.to_string(), queue_id)) else {
+            return;
+        };
+        for (_, committed, translated) in groups {
+            // A record the group consumed moves its offset past it; one it did not, not.
+            let past = if was < *committed { now + 1 } else { 0 };
+            *translated = (*translated).max(past);
+        }
+    }
+
+    /// `config/consumerOffset.json` of the salvage store (and the topics and groups as they are).
+    fn write(&self, store: &Store, root: &Path) -> Result<()> {
+        let mut out = ConsumerOffsets::new();
+        let mut rows: Vec<(&String, &i32, &String, i64)> = self
+            .by_queue
+            .iter()
+            .flat_map(|((t, q), gs)| {
+                gs.iter()
+                    .filter(|g| g.2 >= 0)
+                    .map(move |(g, _, n)| (t, q, g, *n))
+            })
+            .collect();
+        rows.sort();
+        for (t, q, g, n) in rows {
+            out.set(t, g, *q, n);
+        }
+        let dir = root.join(paths::CONFIG);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        write_new(
+            &dir.join(ConsumerOffsets::FILE_NAME),
+            out.to_pretty().as_bytes(),
+        )?;
+        let src = store.config_dir();
+        if let Ok(l) = crate::format::config::load::<TopicConfigs>(&src) {
+            write_new(
+                &dir.join(TopicConfigs::FILE_NAME),
+                l.value.to_pretty().as_bytes(),
+            )?;
+        }
+        if let Ok(l) = crate::format::config::load::<SubscriptionGroups>(&src) {
+            write_new(
+                &dir.join(SubscriptionGroups::FILE_NAME),
+                l.value.to_pretty().as_bytes(),
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// The scan: each salvaged record appended to the salvage store and sent to the listing.
@@ -585,6 +713,7 @@ fn scan_salvage(
     position: u64,
     root: &Path,
     tx: std::sync::mpsc::SyncSender<Vec<Salvaged>>,
+    offsets: &mut GroupOffsets,
 ) -> Result<(u64, u64, Option<Checkpoint>)> {
     let mut writer: Option<StoreWriter> = None;
     let mut batch = Vec::with_capacity(SALVAGE_BATCH);
@@ -605,6 +734,9 @@ fn scan_salvage(
             )?),
         };
         let at = w.append_record(r)?;
+        if r.transaction_type().is_queued() {
+            offsets.salvaged(&r.topic, r.queue_id, r.queue_offset, at.queue_offset);
+        }
         batch.push((seg, r.position, at.wrote_offset));
         if batch.len() == SALVAGE_BATCH {
             // A closed channel means the listing failed: its error is the one reported.

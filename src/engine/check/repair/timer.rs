@@ -306,7 +306,7 @@ pub(super) fn stage(
             } else if f.start <= end {
                 let keep = end - f.start;
                 write_copy(&f.path, &name(&f.path), keep, size.max(f.len), &[])?;
-                st.save_tail(&f.path, keep, f.len, &rel(store, &f.path))?;
+                st.save_tail(&f.path, keep, f.len, &rel(store, &f.path), false)?;
             } else {
                 st.save_whole(&f.path, "after the timer log's last valid unit")?;
             }

@@ -245,10 +245,10 @@ pub struct Report {
     /// The walk of each commitlog file, as recovery walks it (`None` when not walked).
     #[serde(skip)]
     pub walks: Vec<Option<FileWalk>>,
-    /// Commitlog offsets of records whose queue offset breaks their queue's sequence with no
-    /// damaged header to explain it, in commitlog order.
+    /// Records whose queue offset breaks their queue's sequence with no damaged header to
+    /// explain it, in commitlog order.
     #[serde(skip)]
-    pub queue_breaks: Vec<u64>,
+    pub queue_breaks: Vec<headers::Gap>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -592,12 +592,12 @@ fn verify_with_side(
     }
     // Breaks in queue offset sequences that no damaged header explains: the broker's dispatch
     // misplaces (or, for a repeat, skips) the units from there on.
-    let queue_breaks: Vec<u64> = merged
+    let queue_breaks: Vec<headers::Gap> = merged
         .gaps
         .iter()
         .enumerate()
         .filter(|(i, _)| !judgement.explained_gaps.contains(i))
-        .map(|(_, g)| g.offset)
+        .map(|(_, g)| g.clone())
         .collect();
     for (i, f) in claim_findings.into_iter().enumerate() {
         if !judgement.accepted_claims.contains(&i) {
@@ -756,7 +756,7 @@ fn verify_with_side(
         walks: merged.walks,
         queue_breaks: {
             let mut v = queue_breaks;
-            v.sort_unstable();
+            v.sort_unstable_by_key(|g| g.offset);
             v
         },
     })

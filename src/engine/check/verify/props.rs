@@ -17,6 +17,9 @@ pub(super) struct Props<'a> {
     pub(super) tx_check: bool,
     pub(super) inner_num: Option<&'a [u8]>,
     pub(super) crc32: bool,
+    /// The markers of a repair's tombstone and filler records.
+    pub(super) tombstone: bool,
+    pub(super) filler: bool,
 }
 
 /// Each `name 0x01 value` segment of a properties block, split at 0x02
@@ -129,6 +132,8 @@ impl<'a> Props<'a> {
             Some(b'R') => {
                 self.real_topic |= value_of(seg, b"REAL_TOPIC").is_some();
                 self.retry_topic |= value_of(seg, b"RETRY_TOPIC").is_some();
+                self.tombstone |= seg.starts_with(b"RMQSTORE_TOMBSTONE\x01");
+                self.filler |= seg.starts_with(b"RMQSTORE_FILLER\x01");
             }
             Some(b'I') => {
                 if let Some(v) = value_of(seg, b"INNER_NUM") {

@@ -236,6 +236,9 @@ impl<'c, 'a> SegState<'c, 'a> {
         if o.strict && in_topic && o.wants(Part::Commitlog) {
             self.strict_checks(m, &p, pos);
         }
+        if (p.tombstone || p.filler) && in_topic && o.wants(Part::Commitlog) {
+            self.repair_record(m, &p, pos);
+        }
 
         let tx = m.transaction_type();
         let inner_batch = m.sys_flag & sysflag::INNER_BATCH != 0;
@@ -275,6 +278,34 @@ impl<'c, 'a> SegState<'c, 'a> {
             }
         }
         self.report_progress(false);
+    }
+
+    /// A tombstone or filler a repair wrote: said, not an error.
+    #[cold]
+    fn repair_record(&mut self, m: &MessageRef<'_>, p: &Props<'_>, pos: u64) {
+        let rollback = m.transaction_type() == TransactionType::Rollback;
+        if p.filler && rollback {
+            self.finding(
+                Code::CommitlogRepairFiller,
+                pos,
+                format!(
+                    "a filler record of {} bytes a repair wrote over damaged bytes",
+                    m.raw.len()
+                ),
+            );
+        } else if p.tombstone {
+            self.finding(
+                Code::CommitlogRepairTombstone,
+                pos,
+                format!(
+                    "a tombstone for a destroyed message of {}/{} at queue offset {}: {}",
+                    m.topic,
+                    m.queue_id,
+                    m.queue_offset,
+                    String::from_utf8_lossy(m.body).trim_end()
+                ),
+            );
+        }
     }
 
     fn strict_checks(&mut self, m: &MessageRef<'_>, p: &Props<'_>, pos: u64) {
