@@ -24,13 +24,13 @@ pub struct InfoArgs {
 
 /// The summary line of `info --json`.
 #[derive(Debug, Serialize)]
-struct InfoSummary {
-    topics: usize,
-    consumer_groups: usize,
-    index_files: usize,
-    notes: usize,
+pub(super) struct InfoSummary {
+    pub topics: usize,
+    pub consumer_groups: usize,
+    pub index_files: usize,
+    pub notes: usize,
     /// Signs of damage were seen: run `verify`.
-    needs_verify: bool,
+    pub needs_verify: bool,
 }
 
 pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {

@@ -24,14 +24,6 @@ struct DledgerStoreInfo<'a> {
     notes: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
-struct InfoSummary {
-    topics: usize,
-    consumer_groups: usize,
-    index_files: usize,
-    notes: usize,
-}
-
 const NOT_YET: &str = "topics, queues and consumer groups of a DLedger-mode store are not \
                        summarized yet";
 
@@ -60,11 +52,13 @@ pub fn run(
     };
     if json {
         output::typed_line(out, "dledger_info", &i)?;
-        let s = InfoSummary {
+        let s = super::info::InfoSummary {
             topics: store.topics().len(),
             consumer_groups: 0,
             index_files: store.index_files.len(),
             notes: i.notes.len(),
+            // the log is not checked here yet: an unclean shutdown is the one sign info sees
+            needs_verify: store.abort.present,
         };
         output::summary_line(out, "info", &s)?;
     } else {

@@ -20,9 +20,7 @@ use std::sync::atomic::Ordering;
 use clap::Args;
 
 use super::{interrupt, output, ExitStatus, GeometryArgs};
-use crate::engine::check::repair::{
-    apply, fixed_geometry, plan_mode, Manifest, Mode, Plan, STAGE_MARKER,
-};
+use crate::engine::check::repair::{apply, fixed_geometry, plan_mode, Manifest, Mode, Plan};
 use crate::engine::check::verify::{verify, VerifyOptions};
 use crate::engine::store::safedir::{
     failpoint, finish_interrupted, remove_stage, stamp, switch_root, StoreLock,
