@@ -257,11 +257,13 @@ fn print(
     }
     for (i, act) in p.actions.iter().enumerate() {
         writeln!(out, "{}. {}", i + 1, act.problem)?;
-        writeln!(
-            out,
-            "   -> {} ({} messages, {} bytes)",
-            act.action, act.messages, act.bytes
-        )?;
+        // the counts only where the step moves something
+        let counts = if act.messages == 0 && act.bytes == 0 {
+            String::new()
+        } else {
+            format!(" ({} messages, {} bytes)", act.messages, act.bytes)
+        };
+        writeln!(out, "   -> {}{counts}", act.action)?;
     }
     if !lost.is_empty() {
         writeln!(
