@@ -113,16 +113,10 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         Some(mut lock) => {
             let stage = parent.join(format!("{stage_prefix}{}", stamp()));
             let summary = stage_rebuild(&store, &opts, &stage, &progress)?;
-            if !a.force && (summary.records_after_stop > 0 || summary.refused > 0) {
+            if refused(&summary, a.force) {
                 std::fs::remove_dir_all(&stage)?;
                 pb.finish_and_clear();
-                if a.json {
-                    print_refusal(&summary, &mut std::io::stderr())?;
-                    json_summary(out, &summary, None, 0.0, &store.geometry)?;
-                } else {
-                    print_refusal(&summary, out)?;
-                }
-                return Ok(ExitStatus::Findings);
+                return refuse(&summary, a.json, &store.geometry, out);
             }
             lock.add(&stage)?;
             failpoint("rebuild-staged");
@@ -153,20 +147,12 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 crate::engine::store::safedir::mark_stage(&dest)?;
             }
             match rebuild(&store, &dest, &opts, &progress) {
-                Ok(summary)
-                    if !a.force && (summary.records_after_stop > 0 || summary.refused > 0) =>
-                {
+                Ok(summary) if refused(&summary, a.force) => {
                     // refused as --in-place refuses: queues missing records are not left
                     // where they could be taken for a good rebuild
                     pb.finish_and_clear();
                     remove_rebuilt(&dest, dest_existed, &opts);
-                    if a.json {
-                        print_refusal(&summary, &mut std::io::stderr())?;
-                        json_summary(out, &summary, None, 0.0, &store.geometry)?;
-                    } else {
-                        print_refusal(&summary, out)?;
-                    }
-                    return Ok(ExitStatus::Findings);
+                    return refuse(&summary, a.json, &store.geometry, out);
                 }
                 Ok(summary) => {
                     if !dest_existed {
@@ -296,6 +282,28 @@ fn print_refusal(s: &RebuildSummary, out: &mut dyn Write) -> std::io::Result<()>
 
 /// What an interrupted `rebuild --out` wrote: the folders it made (it refuses to start where they
 /// exist), and `dest` itself when the run made it and nothing else is in it.
+/// The walk stopped before records that exist, or records name no queue folder: the rebuilt
+/// queues would miss them, so nothing is kept unless `--force`.
+fn refused(summary: &RebuildSummary, force: bool) -> bool {
+    !force && (summary.records_after_stop > 0 || summary.refused > 0)
+}
+
+/// Say why the rebuild was refused (exit 1).
+fn refuse(
+    summary: &RebuildSummary,
+    json: bool,
+    geometry: &crate::format::geometry::Geometry,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    if json {
+        print_refusal(summary, &mut std::io::stderr())?;
+        json_summary(out, summary, None, 0.0, geometry)?;
+    } else {
+        print_refusal(summary, out)?;
+    }
+    Ok(ExitStatus::Findings)
+}
+
 fn remove_rebuilt(dest: &Path, dest_existed: bool, opts: &RebuildOptions) {
     for (flag, name) in [
         (opts.consumequeue, paths::CONSUMEQUEUE),

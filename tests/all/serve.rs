@@ -1450,10 +1450,16 @@ fn sigkill_under_traffic_leaves_an_overlay_every_restart_continues() {
 /// next start, which says so on stderr; the overlay is then as before and verifies.
 #[test]
 fn a_torn_record_at_the_end_of_the_overlay_is_cut_on_start() {
-    use std::io::{BufRead, BufReader};
     use std::process::Stdio;
     let (_t, ov) = overlay();
-    let args = ["--overlay", ov.to_str().unwrap()];
+    // the clock all but stopped: none of the fixture's delayed messages falls due and changes
+    // the overlay while the test runs, however slow the machine
+    let args = [
+        "--overlay",
+        ov.to_str().unwrap(),
+        "--time-scale",
+        "0.000001",
+    ];
     let e = engine(Path::new(FIXTURE), GeometryInputs::default());
     let first = e.unit_at("PaymentTopic", 0, 0).unwrap().offset;
     let s = start(Path::new(FIXTURE), &args);
@@ -1488,25 +1494,12 @@ fn a_torn_record_at_the_end_of_the_overlay_is_cut_on_start() {
     torn.extend_from_slice(&m.raw[..m.raw.len() / 2]);
     std::fs::write(&file, &torn).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
-        .args(["serve", FIXTURE, "--listen", "127.0.0.1:0"])
-        .args(["--now", &store_end(Path::new(FIXTURE)).to_string()])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap()
-        .to_string();
-    let mut s = Server { child, addr };
+    let now = store_end(Path::new(FIXTURE)).to_string();
+    let mut s = Server::start_with(
+        Path::new(FIXTURE),
+        &[&["--now", now.as_str()][..], &args[..]].concat(),
+        Stdio::piped(),
+    );
     let (r, _) = s.client().call_header(
         codes::PULL_MESSAGE,
         &pull_header("TornG", "PaymentTopic", 0, 0),
@@ -1520,7 +1513,7 @@ fn a_torn_record_at_the_end_of_the_overlay_is_cut_on_start() {
         said.contains("overlay recovered") && said.contains("torn record"),
         "{said}"
     );
-    assert_eq!(std::fs::read(&file).unwrap(), whole);
+    assert_same_bytes(&std::fs::read(&file).unwrap(), &whole);
     assert_eq!(verify_exit(&ov), Some(0));
 
     // `pull --commit` opens the overlay the same way
@@ -1645,4 +1638,15 @@ fn idle_connections_past_the_limit_make_room_for_a_real_client() {
         assert!(closed, "idle connection {i} stayed open");
     }
     assert!(s.stop().success());
+}
+
+/// Two files' bytes equal; where not, the first place they differ and the lengths.
+fn assert_same_bytes(got: &[u8], want: &[u8]) {
+    let first = got.iter().zip(want).position(|(a, b)| a != b);
+    assert!(
+        first.is_none() && got.len() == want.len(),
+        "differ at byte {first:?} (lengths {} and {})",
+        got.len(),
+        want.len()
+    );
 }

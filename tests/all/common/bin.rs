@@ -65,6 +65,11 @@ pub struct Server {
 impl Server {
     /// `serve STORE --listen 127.0.0.1:0 ARGS...`, once it prints its address.
     pub fn start(store: &Path, args: &[&str]) -> Server {
+        Self::start_with(store, args, std::process::Stdio::inherit())
+    }
+
+    /// [`Server::start`] with its stderr going to `stderr` (piped, to read what it said).
+    pub fn start_with(store: &Path, args: &[&str], stderr: std::process::Stdio) -> Server {
         use std::process::{Command, Stdio};
         let mut child = Command::new(env!("CARGO_BIN_EXE_rmqstore"))
             .arg("serve")
@@ -73,7 +78,7 @@ impl Server {
             .args(args)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .unwrap();
         let mut line = String::new();
