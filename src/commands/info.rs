@@ -59,17 +59,18 @@ pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// How the last shutdown went, as `info` says it.
+pub(super) fn shutdown_word(clean: bool) -> &'static str {
+    if clean {
+        "clean"
+    } else {
+        "UNCLEAN (abort file present)"
+    }
+}
+
 fn print_human(i: &Info, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out, "store      {}", i.store)?;
-    writeln!(
-        out,
-        "shutdown   {}",
-        if i.clean_shutdown {
-            "clean"
-        } else {
-            "UNCLEAN (abort file present)"
-        }
-    )?;
+    writeln!(out, "shutdown   {}", shutdown_word(i.clean_shutdown))?;
     if !i.needs_verify.is_empty() {
         writeln!(
             out,

@@ -87,11 +87,7 @@ fn print_human(i: &DledgerStoreInfo<'_>, out: &mut dyn Write) -> std::io::Result
     writeln!(
         out,
         "shutdown   {}",
-        if i.clean_shutdown {
-            "clean"
-        } else {
-            "UNCLEAN (abort file present)"
-        }
+        super::info::shutdown_word(i.clean_shutdown)
     )?;
     writeln!(
         out,

@@ -387,23 +387,7 @@ fn walk_in_pieces(
         match taken? {
             Taken::Finished => break,
             Taken::RestFrom(from) => {
-                let before = joined.take();
-                let mut batch = Batch::default();
-                let mut failed = None;
-                let walk = recovery::walk_on(before, buf, from, seg, &o, |m, place| {
-                    if place != RecordPlace::Chain || failed.is_some() {
-                        return;
-                    }
-                    prepare(m, &mut batch);
-                    if batch.records >= BATCH_RECORDS {
-                        failed = apply(std::mem::take(&mut batch)).err();
-                    }
-                });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
-                apply(batch)?;
-                return Ok(walk);
+                return walk_stretch(buf, seg, joined.take(), from, buf.len(), prepare, apply);
             }
             Taken::More if walked.is_empty() && next >= n => break,
             Taken::More => ready = walked,
