@@ -97,6 +97,14 @@ impl Mapped {
         let _ = (from, to);
     }
 
+    /// Tell the kernel the map will be read here and there (no read-ahead).
+    pub fn advise_random(&self) {
+        #[cfg(unix)]
+        if let Bytes::Map(m) = &self.bytes {
+            let _ = m.advise(memmap2::Advice::Random);
+        }
+    }
+
     /// Tell the kernel the map will be read front to back.
     pub fn advise_sequential(&self) {
         #[cfg(unix)]

@@ -388,6 +388,7 @@ fn verify_with_side(
         progress,
         redispatch_from,
         track_queues: want_cq || want_cl,
+        units_in_scan: store.queues.len() <= seg_state::MAX_CQ_MAPS,
         topic_queues: topic_queue_counts(store),
         cq_maps: Mutex::new(FastMap::default()),
     };
@@ -415,6 +416,7 @@ fn verify_with_side(
                 })
                 .collect()
         },
+        joining: Default::default(),
         pending: BTreeMap::new(),
     });
     let threads = rayon::current_num_threads().max(1);

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use super::props::FastMap;
@@ -24,24 +25,44 @@ use crate::format::finding::{Code, Finding};
 use crate::format::mapped::Mapped;
 
 /// The commitlog files, each mapped on first use, for the phases after the walk that read single
-/// records (units no record matched, duplicate keys).
+/// records (units no record matched, duplicate keys). These reads land anywhere in the files, so
+/// the pages they map are let go every [`RELEASE_EVERY`] reads: a store whose every unit points
+/// at a wrong record would otherwise end up with all of its commitlog in this process's memory.
 pub(super) struct LazyMaps<'a> {
     segs: &'a [Segment],
     maps: Vec<OnceLock<Option<Mapped>>>,
+    reads: AtomicU64,
 }
+
+/// Record reads between two releases of the pages they mapped (each maps a few pages, up to the
+/// kernel's fault-around of 64 KiB: some 64 MiB at most).
+const RELEASE_EVERY: u64 = 1024;
 
 impl<'a> LazyMaps<'a> {
     pub(super) fn new(segs: &'a [Segment]) -> Self {
         LazyMaps {
             segs,
             maps: segs.iter().map(|_| OnceLock::new()).collect(),
+            reads: AtomicU64::new(0),
         }
     }
 
     /// The map of file `i`; `None` when it cannot be mapped.
     fn get(&self, i: usize) -> Option<&Mapped> {
+        if self.reads.fetch_add(1, Ordering::Relaxed) % RELEASE_EVERY == RELEASE_EVERY - 1 {
+            for m in self.maps.iter().filter_map(|m| m.get()).flatten() {
+                m.release(0, m.len());
+            }
+        }
         let seg = self.segs.get(i)?;
-        self.maps.get(i)?.get_or_init(|| seg.map().ok()).as_ref()
+        self.maps
+            .get(i)?
+            .get_or_init(|| {
+                let m = seg.map().ok()?;
+                m.advise_random();
+                Some(m)
+            })
+            .as_ref()
     }
 }
 

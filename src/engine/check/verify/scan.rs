@@ -32,6 +32,11 @@ pub(super) struct Ctx<'a> {
     /// Records at or after this offset are dispatched again by the broker.
     pub(super) redispatch_from: u64,
     pub(super) track_queues: bool,
+    /// Whether the walk checks each record's consume queue unit as it goes. Not when the store
+    /// has more queues than [`MAX_CQ_MAPS`](super::seg_state::MAX_CQ_MAPS): records of that
+    /// many queues take turns, so nearly every record would open and map a consume queue file.
+    /// The consume queue phase then matches every unit by reading the record it points at.
+    pub(super) units_in_scan: bool,
     /// Queue count per topic in topics.json (`max(readQueueNums, writeQueueNums)`).
     pub(super) topic_queues: FastMap<String, i32>,
     /// Consume queue files mapped during the scan, shared by the workers (at most
@@ -193,64 +198,33 @@ pub(super) fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
     }
 }
 
-/// The pieces of one file, joined as far as they join: each piece but the last must end
-/// cleanly where the next one starts, and nothing may be wrong in any (what follows a stop
-/// depends on what came before it). From the first piece that does not join on, the file is
-/// walked again in one go, continuing the walk of the pieces before it.
-struct Joined {
-    scans: Vec<SegScan>,
-    /// Where the walk must start again, with the walk of the bytes before it.
-    again: Option<(usize, Option<FileWalk>)>,
+/// Whether a piece's walk joins the walk of the piece after it: it ends cleanly where the next
+/// piece starts, or, for the file's last piece, at the file's end with nothing wrong in it (what
+/// follows a stop depends on what came before it). Pieces that are `Some` cover the file without
+/// gaps, so a piece's end is where the next one starts.
+fn joins_next(p: &SegScan) -> bool {
+    p.walk.as_ref().is_some_and(|w| {
+        if p.to == p.file_len {
+            w.is_clean()
+        } else {
+            w.ends_cleanly_at(p.to)
+        }
+    })
 }
 
-fn join_pieces(pieces: Vec<SegScan>) -> Joined {
-    let mut pieces: Vec<SegScan> = pieces.into_iter().filter(|p| p.from.is_some()).collect();
-    let n = pieces.len();
-    let starts: Vec<Option<u64>> = pieces.iter().map(|p| p.from).collect();
-    let joins = |k: usize, p: &SegScan| {
-        let Some(w) = p.walk.as_ref() else {
-            return false;
-        };
-        match starts.get(k + 1) {
-            Some(&next) => w.ends_cleanly_at(p.to) && next == Some(p.to),
-            None => w.is_clean() && p.to == p.file_len,
-        }
-    };
-    let good = match starts.first() {
-        Some(Some(0)) => pieces
-            .iter()
-            .enumerate()
-            .position(|(k, p)| !joins(k, p))
-            .unwrap_or(n),
-        _ => 0,
-    };
-    let mut walk: Option<FileWalk> = None;
-    for p in pieces.iter_mut().take(good) {
-        walk = match (walk, p.walk.take()) {
-            (Some(w), Some(next)) => Some(w.join(next)),
-            (w, next) => w.or(next),
-        };
-    }
-    if good == n {
-        if let Some(last) = pieces.last_mut() {
-            last.walk = walk;
-        }
-        return Joined {
-            scans: pieces,
-            again: None,
-        };
-    }
-    let from = pieces
-        .get(good)
-        .and_then(|p| p.from)
-        .and_then(|f| usize::try_from(f).ok())
-        .filter(|_| good > 0)
-        .unwrap_or(0);
-    pieces.truncate(good);
-    Joined {
-        scans: pieces,
-        again: Some((from, walk.filter(|_| from > 0))),
-    }
+/// The file being merged: its pieces are joined one by one as they come in, in order. From the
+/// first piece that does not join on, the rest of the file is walked again in one go, continuing
+/// the walk of the pieces before it, and its later pieces are dropped.
+#[derive(Default)]
+pub(super) struct FileJoin {
+    /// The next piece to join (numbered across files).
+    next_piece: usize,
+    /// The walk of the pieces joined so far.
+    walk: Option<FileWalk>,
+    /// A piece that walked something was seen.
+    started: bool,
+    /// The rest of the file was walked again: its later pieces are dropped.
+    rewalked: bool,
 }
 
 /// What the commitlog pass leaves for the later phases.
@@ -265,17 +239,19 @@ pub(super) struct Merged {
     pub(super) bytes: u64,
     pub(super) data_end: u64,
     pub(super) max_store_ts: i64,
-    /// The next file to merge, the pieces of each file (numbered across files) and the pieces
-    /// waiting for the ones before them.
+    /// The next file to merge, the pieces of each file (numbered across files), how far the
+    /// file being merged is joined, and the pieces waiting for the ones before them (only those
+    /// that finished early: a piece is merged as soon as the pieces before it are).
     pub(super) next: usize,
     pub(super) pieces: Vec<std::ops::Range<usize>>,
+    pub(super) joining: FileJoin,
     pub(super) pending: BTreeMap<usize, SegScan>,
 }
 
 impl Merged {
-    /// Take piece number `piece`; merge, in file order, every file whose pieces are all in.
-    /// `again` walks the rest of a file whose pieces do not all join, from a file position on
-    /// and continuing a walk.
+    /// Take piece number `piece`; merge, in file order, every piece whose predecessors are all
+    /// merged. `again` walks the rest of a file whose pieces do not all join, from a file
+    /// position on and continuing a walk.
     pub(super) fn take(
         &mut self,
         piece: usize,
@@ -284,20 +260,50 @@ impl Merged {
     ) {
         self.pending.insert(piece, s);
         while let Some(range) = self.pieces.get(self.next).cloned() {
-            if !range.clone().all(|p| self.pending.contains_key(&p)) {
+            let j = &mut self.joining;
+            j.next_piece = j.next_piece.max(range.start);
+            if j.next_piece >= range.end {
+                // Every piece of the file is in: it ends with the joined walk.
+                let done = std::mem::take(&mut self.joining);
+                if !done.rewalked {
+                    if let Some(w) = self.walks.get_mut(self.next) {
+                        *w = done.walk;
+                    }
+                }
+                self.joining.next_piece = range.end;
+                self.next += 1;
+                continue;
+            }
+            let Some(mut p) = self.pending.remove(&j.next_piece) else {
                 break;
+            };
+            j.next_piece += 1;
+            if j.rewalked || p.from.is_none() {
+                continue;
             }
             let file = self.next;
-            self.next += 1;
-            let group: Vec<SegScan> = range.filter_map(|p| self.pending.remove(&p)).collect();
-            let joined = join_pieces(group);
-            for s in joined.scans {
-                self.merge(s);
+            let first = !j.started;
+            j.started = true;
+            if p.from == Some(0) && joins_next(&p) || !first && joins_next(&p) {
+                let w = p.walk.take();
+                j.walk = match (j.walk.take(), w) {
+                    (Some(a), Some(b)) => Some(a.join(b)),
+                    (a, b) => a.or(b),
+                };
+                self.merge(p);
+                continue;
             }
-            if let Some((from, before)) = joined.again {
-                let s = again(file, from, before);
-                self.merge(s);
-            }
+            // This piece does not join: the file is walked again from its start (from the file's
+            // start when it is the first), continuing the walk of the pieces before it.
+            j.rewalked = true;
+            let from = if first {
+                0
+            } else {
+                p.from.and_then(|f| usize::try_from(f).ok()).unwrap_or(0)
+            };
+            let before = j.walk.take().filter(|_| from > 0);
+            let s = again(file, from, before);
+            self.merge(s);
         }
     }
 

@@ -88,7 +88,7 @@ impl TopicCache {
 
 /// Above this many mapped consume queue files, a worker drops its cached maps (they are dropped
 /// with each commitlog file's state anyway).
-const MAX_CQ_MAPS: usize = 2048;
+pub(super) const MAX_CQ_MAPS: usize = 2048;
 
 /// The unit at queue offset `q` of a queue, reading through the worker's cached map of the
 /// consume queue file that holds it.
@@ -243,7 +243,8 @@ impl<'c, 'a> SegState<'c, 'a> {
         let tx = m.transaction_type();
         let inner_batch = m.sys_flag & sysflag::INNER_BATCH != 0;
         if ctx.track_queues && in_topic && tx.is_queued() && !inner_batch {
-            self.queue_record(m, &p, topic.id, sampled && o.wants(Part::ConsumeQueue));
+            let check_unit = sampled && o.wants(Part::ConsumeQueue) && ctx.units_in_scan;
+            self.queue_record(m, &p, topic.id, check_unit);
         }
 
         if ctx.index.is_none()
