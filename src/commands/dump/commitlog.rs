@@ -23,7 +23,7 @@ pub(super) fn commitlog(a: &CommitlogArgs, out: &mut dyn Write) -> anyhow::Resul
             .clone(),
         StorePath::CommitlogFile { path, start } => {
             let len = std::fs::metadata(&path)?.len();
-            vec![Segment { path, start, len }]
+            vec![Segment::commitlog(path, start, len)]
         }
         _ => anyhow::bail!(
             "{}: give a store root or a commitlog file (commitlog/<20 digits>)",

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::Store;
 use crate::format::dledger::entry::{parse_slot, Slot};
 use crate::format::dledger::walk::{walk_from, IndexReader};
-use crate::format::dledger::{DledgerGeometry, DledgerLayout};
+use crate::format::dledger::{CommitRule, DledgerGeometry, DledgerLayout};
 use crate::format::error::Result;
 use crate::format::mapped::Mapped;
 
@@ -70,6 +70,49 @@ fn files(l: &crate::format::filename::Listing) -> Vec<LogFile> {
             size: f.len,
         })
         .collect()
+}
+
+/// Where the broker stops serving records after its next start, by the layout's
+/// [`CommitRule`]: `None` for a single-replica group (its whole log is committed); else the end
+/// of the entry the checkpoint's `committedIndex` names, found through its index unit (or, when
+/// the unit does not name it, by walking the data), at most the end of the log. Without a
+/// committed index nothing of the DLedger log is served: the divide.
+pub fn served_end(layout: &DledgerLayout) -> Result<Option<u64>> {
+    if layout.commit_rule == CommitRule::SingleReplica {
+        return Ok(None);
+    }
+    let cp = layout.checkpoint()?.unwrap_or_default();
+    let Some(c) = cp.committed_index.filter(|&c| c >= 0) else {
+        return Ok(Some(layout.divide()));
+    };
+    if let Some(u) = IndexReader::new(layout).unit(c)? {
+        if u.index == c && u.magic == crate::format::dledger::MAGIC {
+            if let Some(f) = layout
+                .data
+                .files
+                .iter()
+                .find(|f| f.start as i64 <= u.pos && u.pos < (f.start + f.len) as i64)
+            {
+                let m = Mapped::open(&f.path)?;
+                if let Ok(Slot::Entry(h)) = parse_slot(&m, (u.pos as u64 - f.start) as usize, f.start)
+                {
+                    if h.index == c {
+                        return Ok(Some((h.pos + i64::from(h.size)) as u64));
+                    }
+                }
+            }
+        }
+    }
+    let mut found = None;
+    walk_from(layout, 0, |v| {
+        if v.header.index == c {
+            found = Some((v.header.pos + i64::from(v.header.size)) as u64);
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    })?;
+    // A committed index past the log is clamped to its end (`DLedgerMmapFileStore.recover`).
+    Ok(found)
 }
 
 /// The summary of `store`'s DLedger log; `None` for a store in normal mode.

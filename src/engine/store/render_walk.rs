@@ -188,8 +188,9 @@ fn walk_all(
             done_bytes += seg.len;
             continue;
         };
-        if first && sel.from > 0 && seg.start + file_pos != sel.from {
-            out.started_at = Some(seg.start + file_pos);
+        let record_at = seg.start + file_pos + seg.header_len() as u64;
+        if first && sel.from > 0 && record_at != sel.from {
+            out.started_at = Some(record_at);
         }
         first = false;
         let new_batch = |seq: u64| Batch {
@@ -241,12 +242,8 @@ fn walk_all(
             if w.stopped || hung_up {
                 break w;
             }
-            let next = resync(&map, pos + 1, seg.start).filter(|&p| {
-                matches!(
-                    parse_record(&map, p, seg.start, false),
-                    Ok(Record::Message(_))
-                )
-            });
+            let next = resync(seg.served(&map), pos + 1, seg)
+                .filter(|&p| matches!(seg.record_at(&map, p, false), Ok(Record::Message(_))));
             let Some(next) = next else {
                 break w;
             };
@@ -294,17 +291,10 @@ fn start_in_segment(map: &Mapped, seg: &Segment, from: u64) -> Option<u64> {
     if from <= seg.start {
         return Some(0);
     }
-    let pos = usize::try_from(from - seg.start).ok()?;
-    if matches!(
-        parse_record(map, pos, seg.start, false),
-        Ok(Record::Message(_))
-    ) {
+    let pos = seg.walk_pos(usize::try_from(from - seg.start).ok()?);
+    if matches!(seg.record_at(map, pos, false), Ok(Record::Message(_))) {
         return Some(pos as u64);
     }
-    let next = resync(map, pos, seg.start)?;
-    matches!(
-        parse_record(map, next, seg.start, false),
-        Ok(Record::Message(_))
-    )
-    .then_some(next as u64)
+    let next = resync(map, pos, seg)?;
+    matches!(seg.record_at(map, next, false), Ok(Record::Message(_))).then_some(next as u64)
 }

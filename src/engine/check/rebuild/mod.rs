@@ -353,7 +353,7 @@ fn walk_in_pieces(
 ) -> Result<FileWalk> {
     let o = WalkOptions::default();
     let walk_piece = |j: usize| {
-        let (from, to) = piece_span(buf, seg.start, piece_size, j)?;
+        let (from, to) = piece_span(buf, seg, piece_size, j)?;
         let mut batch = Batch::default();
         let walk = recovery::walk_on(None, buf.get(..to)?, from, seg, &o, |m, place| {
             if place == RecordPlace::Chain {

@@ -332,7 +332,7 @@ pub(super) fn damage_of(
                 "zeros where a record should start, records after them".to_string(),
             ),
             WalkProblem::BadRecord { pos, detail } => {
-                match resync(&map, *pos as usize + 1, seg.start) {
+                match resync(&map, *pos as usize + 1, seg) {
                     Some(n) => (
                         *pos,
                         n as u64,
