@@ -96,6 +96,11 @@ pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.explain_recovery {
         // what DLedger's recovery does at the next start is not explained yet
         store.refuse_dledger()?;
+    }
+    if let Some(n) = crate::engine::store::dledger::reading_note(&store) {
+        output::note(&n);
+    }
+    if a.explain_recovery {
         let plan = recovery::plan(&store, !a.no_crc)?;
         if a.json {
             output::typed_line(out, "recovery", &plan)?;

@@ -1221,9 +1221,13 @@ fn commitlog_file_named_near_u64_max_does_not_panic() {
     let cl = Commitlog::open(&dir).unwrap();
     assert_eq!(cl.segments.last().unwrap().start, i64::MAX as u64);
     let map = Mapped::open(&path).unwrap();
-    let n = RecordIter::new(&map, &Segment::commitlog(path.clone(), i64::MAX as u64, 0), false)
-        .filter(|r| r.is_ok())
-        .count();
+    let n = RecordIter::new(
+        &map,
+        &Segment::commitlog(path.clone(), i64::MAX as u64, 0),
+        false,
+    )
+    .filter(|r| r.is_ok())
+    .count();
     assert!(n > 0);
     let _ = cl.max_offset().unwrap();
     info(&root);

@@ -1009,10 +1009,7 @@ fn abnormal_recovery_starts_at_a_file_stored_exactly_at_the_checkpoint_min() {
     let first_ts = |i: usize| -> i64 {
         let seg = &store.commitlog.segments[i];
         let map = Mapped::open(&seg.path).unwrap();
-        let r = RecordIter::new(&map, seg, true)
-            .next()
-            .unwrap()
-            .unwrap();
+        let r = RecordIter::new(&map, seg, true).next().unwrap().unwrap();
         r.store_timestamp
     };
     let k = 4;

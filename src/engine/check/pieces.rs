@@ -97,12 +97,7 @@ fn piece_start(buf: &[u8], nominal: u64, seg: &Segment) -> Option<usize> {
 /// `piece_size`) is walked from and to; `None` when no record starts near its
 /// nominal start, so the piece before covers its bytes. The pieces that are `Some` cover the
 /// file without gaps or overlaps.
-pub fn piece_span(
-    buf: &[u8],
-    seg: &Segment,
-    piece_size: u64,
-    j: usize,
-) -> Option<(usize, usize)> {
+pub fn piece_span(buf: &[u8], seg: &Segment, piece_size: u64, j: usize) -> Option<(usize, usize)> {
     let nominal = |j: usize| (j as u64).saturating_mul(piece_size.max(1));
     let from = match j {
         0 => 0,

@@ -317,7 +317,9 @@ fn add_dledger_segments(commitlog: &mut Commitlog, layout: &DledgerLayout) -> Re
             kind: SegmentKind::Dledger,
             served_end,
         }));
-    commitlog.foreign.extend(layout.data.foreign.iter().cloned());
+    commitlog
+        .foreign
+        .extend(layout.data.foreign.iter().cloned());
     commitlog.odd.extend(layout.data.odd.iter().cloned());
     Ok(())
 }

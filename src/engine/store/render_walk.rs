@@ -14,8 +14,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use crate::engine::check::recovery::resync;
 use crate::engine::store::message_json::RecordFile;
 use crate::format::commitlog::read::{parse_record, Record, Segment, SegmentKind};
-use crate::format::dledger::EntryHeader;
 use crate::format::commitlog::{walk_map, MessageRef, SegmentEnd};
+use crate::format::dledger::EntryHeader;
 use crate::format::error::Error;
 use crate::format::mapped::Mapped;
 

@@ -173,22 +173,34 @@ fn corruption_is_reported_with_offsets() {
     assert!(e.contains("commitlog/00000000000000001000"), "{e}");
     assert_eq!(it.end(), &SegmentEnd::Corrupt { pos: 139 });
     // without CRC checking the record reads
-    assert_eq!(RecordIter::new(&b, &Segment::commitlog(p.into(), 1000, 0), false).count(), 2);
+    assert_eq!(
+        RecordIter::new(&b, &Segment::commitlog(p.into(), 1000, 0), false).count(),
+        2
+    );
     // bad magic
     let mut b = two.clone();
     b[139 + 5] = 0;
-    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true).nth(1).unwrap().unwrap_err();
+    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert!(e.to_string().contains("bad magic"), "{e}");
     // a size past the end of the file
     let mut b = two.clone();
     b[139 + 2] = 0x7F;
-    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true).nth(1).unwrap().unwrap_err();
+    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert!(e.to_string().contains("expected"), "{e}");
     // a size that disagrees with the fields
     let mut b = two.clone();
     b.extend_from_slice(&[0; 4]);
     b[139 + 3] += 4;
-    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true).nth(1).unwrap().unwrap_err();
+    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert!(e.to_string().contains("add up to 139"), "{e}");
     // a negative topic length (byte 0x80)
     let mut b = example_bytes();

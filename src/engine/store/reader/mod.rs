@@ -659,10 +659,9 @@ mod tests {
         let store = fixture("store-4.9");
         for seg in &store.commitlog.segments {
             let map = Mapped::open(&seg.path).unwrap();
-            let mapped: Vec<u64> =
-                crate::format::commitlog::RecordIter::new(&map, seg, true)
-                    .map(|r| r.unwrap().position)
-                    .collect();
+            let mapped: Vec<u64> = crate::format::commitlog::RecordIter::new(&map, seg, true)
+                .map(|r| r.unwrap().position)
+                .collect();
             let mut walked = Vec::new();
             let w = walk_segment(seg, 0, true, |m| {
                 walked.push(m.position);
