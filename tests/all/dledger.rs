@@ -731,7 +731,7 @@ fn verify_checks_queues_and_index_against_the_dledger_records() {
         let java = java_queries(&dir);
         assert_eq!(summary["messages"], java["messagesInCommitLog"], "{name}");
         assert!(
-            stderr.contains("DLedger-mode store (member n0)") && stderr.contains("single-replica"),
+            stderr.contains("DLedger-mode store (member n0") && stderr.contains("single-replica"),
             "{name}: {stderr}"
         );
     }
