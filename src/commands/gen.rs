@@ -61,6 +61,7 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             index_slots: Some(a.index_slots),
             index_entries: Some(a.index_entries),
             delay_levels: None,
+            dledger_peers: None,
         },
         ..Default::default()
     });

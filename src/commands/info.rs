@@ -34,7 +34,7 @@ pub(super) struct InfoSummary {
 }
 
 pub fn run(a: &InfoArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let store = Store::open_any(&a.store, &a.geometry.inputs()?)?;
+    let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     if let Some(d) = crate::engine::store::dledger::summary(&store)? {
         return super::info_dledger::run(&store, &d, a.json, out);
     }

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{output, ExitStatus};
 use crate::engine::store::dledger::DledgerInfo;
 use crate::engine::Store;
+use crate::format::commitlog::SegmentKind;
 
 /// The `dledger_info` line: `info --json` on a DLedger-mode store.
 #[derive(Debug, Serialize)]
@@ -33,7 +34,17 @@ pub fn run(
     json: bool,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
-    let cl = &store.commitlog;
+    // the old commitlog of a converted store: the files that are not DLedger data
+    let cl = &crate::format::commitlog::Commitlog {
+        segments: store
+            .commitlog
+            .segments
+            .iter()
+            .filter(|s| s.kind == SegmentKind::Commitlog)
+            .cloned()
+            .collect(),
+        ..store.commitlog.clone()
+    };
     let mut notes = d.notes.clone();
     notes.push(NOT_YET.into());
     let i = DledgerStoreInfo {
@@ -110,6 +121,12 @@ fn print_human(i: &DledgerStoreInfo<'_>, out: &mut dyn Write) -> std::io::Result
         opt(&d.committed_pos),
         opt(&d.checkpoint_committed_index),
         opt(&d.checkpoint_end_index)
+    )?;
+    writeln!(
+        out,
+        "serves     records below commitlog offset {} after the next start: {}",
+        d.served_end,
+        d.commit_rule.describe()
     )?;
     writeln!(
         out,

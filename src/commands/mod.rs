@@ -153,6 +153,7 @@ impl GeometryArgs {
                 index_slots: self.index_slots,
                 index_entries: self.index_entries,
                 delay_levels: None,
+                dledger_peers: None,
             },
             broker_conf,
             inferred: GeometryOverrides::default(),

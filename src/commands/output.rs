@@ -318,7 +318,7 @@ mod progress_tests {
             f.set_len(len).unwrap();
             f.rewind().unwrap();
             f.write_all(&vec![1u8; data as usize]).unwrap();
-            Segment { path, start, len }
+            Segment::commitlog(path, start, len)
         };
         let full = seg("00000000000000000000", 0, 1 << 20, 1 << 20);
         let last = seg("00000000000001048576", 1 << 20, 1 << 20, 8192);

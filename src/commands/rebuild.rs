@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::{interrupt, output, ExitStatus, GeometryArgs};
-use crate::engine::check::rebuild::{rebuild, RebuildOptions, RebuildSummary};
+use crate::engine::check::rebuild::{dledger_index_dir, rebuild, RebuildOptions, RebuildSummary};
 use crate::engine::store::index_builder::IndexNaming;
 use crate::engine::store::paths;
 use crate::engine::store::safedir::{
@@ -40,6 +40,10 @@ pub struct RebuildArgs {
     /// Rebuild the index files.
     #[arg(long)]
     pub index: bool,
+    /// Rebuild a DLedger-mode store's DLedger index (`dledger-<selfId>/index/`) from its data
+    /// files; alone, only it.
+    #[arg(long)]
+    pub dledger_index: bool,
     /// Write the rebuilt folders to DIR, outside any store (default: <STORE>/../<name>.rebuilt).
     #[arg(long, value_name = "DIR", conflicts_with = "in_place")]
     pub out: Option<PathBuf>,
@@ -88,7 +92,13 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                     index: true,
                     ..RebuildOptions::for_geometry(Default::default())
                 };
-                keep_old_folders(&root, &e.path(), &all, &format!("rmqstore-backup-{t}"))?;
+                keep_old_folders(
+                    &root,
+                    &e.path(),
+                    &all,
+                    None,
+                    &format!("rmqstore-backup-{t}"),
+                )?;
             }
         }
         Some(l)
@@ -96,15 +106,24 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         None
     };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
-    let both = !a.consumequeue && !a.index;
+    let both = !a.consumequeue && !a.index && !a.dledger_index;
     let opts = RebuildOptions {
         geometry: store.geometry.clone(),
         consumequeue: a.consumequeue || both,
         index: a.index || both,
         topics: (!a.topics.is_empty()).then(|| a.topics.iter().cloned().collect::<BTreeSet<_>>()),
         index_naming: IndexNaming::Local,
+        dledger_index: a.dledger_index,
         interrupt: Some(stop),
     };
+    if a.dledger_index && store.dledger.is_none() {
+        return Err(crate::format::error::DledgerError::NotDledger { root: root.clone() }.into());
+    }
+    let dledger_dir = store
+        .dledger
+        .as_ref()
+        .filter(|_| a.dledger_index)
+        .map(dledger_index_dir);
     let total = output::commitlog_data_bytes(&store.commitlog.segments);
     let pb = output::progress(total, "rebuilding");
     let progress = |b: u64| pb.set_position(b);
@@ -112,7 +131,7 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let (summary, dest) = match lock {
         Some(mut lock) => {
             let stage = parent.join(format!("{stage_prefix}{}", stamp()));
-            let summary = stage_rebuild(&store, &opts, &stage, &progress)?;
+            let summary = stage_rebuild(&store, &opts, dledger_dir.as_deref(), &stage, &progress)?;
             if refused(&summary, a.force) {
                 std::fs::remove_dir_all(&stage)?;
                 pb.finish_and_clear();
@@ -130,7 +149,13 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             let before = parent.join(format!("{before_prefix}{t}"));
             switch_root(&root, &stage, &before)?;
             failpoint("rebuild-switched");
-            keep_old_folders(&root, &before, &opts, &format!("rmqstore-backup-{t}"))?;
+            keep_old_folders(
+                &root,
+                &before,
+                &opts,
+                dledger_dir.as_deref(),
+                &format!("rmqstore-backup-{t}"),
+            )?;
             drop(lock);
             (summary, root.clone())
         }
@@ -182,7 +207,8 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         for line in store.geometry.describe() {
             writeln!(out, "geometry {line}")?;
         }
-        writeln!(
+        if opts.consumequeue || opts.index {
+            writeln!(
             out,
             "rebuilt {} units in {} queues and {} index files from {} records ({} bytes) in {:.2}s into {}",
             summary.units,
@@ -193,6 +219,14 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             secs,
             dest.display()
         )?;
+        }
+        if let Some(n) = summary.dledger_index_units {
+            writeln!(
+                out,
+                "rebuilt the DLedger index: {n} units, one per entry, into {}",
+                dest.display()
+            )?;
+        }
         if let Some(s) = &summary.stopped_early {
             writeln!(
                 out,
@@ -323,6 +357,7 @@ fn remove_rebuilt(dest: &Path, dest_existed: bool, opts: &RebuildOptions) {
 fn stage_rebuild(
     store: &Store,
     opts: &RebuildOptions,
+    dledger_dir: Option<&Path>,
     stage: &Path,
     progress: &(dyn Fn(u64) + Sync),
 ) -> anyhow::Result<RebuildSummary> {
@@ -338,6 +373,13 @@ fn stage_rebuild(
             continue;
         }
         crate::engine::store::safedir::link_all(&e.path(), &stage.join(&n))?;
+    }
+    // the DLedger index to rebuild: its links go, the rebuild writes it anew
+    if let Some(d) = dledger_dir {
+        let linked = stage.join(d);
+        if linked.exists() {
+            std::fs::remove_dir_all(&linked)?;
+        }
     }
     let summary = match rebuild(store, stage, opts, progress) {
         Ok(s) => s,
@@ -357,10 +399,21 @@ fn keep_old_folders(
     root: &Path,
     before: &Path,
     opts: &RebuildOptions,
+    dledger_dir: Option<&Path>,
     backup: &str,
 ) -> anyhow::Result<()> {
     let dir = root.join(backup);
     std::fs::create_dir_all(&dir)?;
+    if let Some(d) = dledger_dir {
+        let old = before.join(d);
+        if old.exists() {
+            let kept = dir.join(d);
+            if let Some(p) = kept.parent() {
+                std::fs::create_dir_all(p)?;
+            }
+            std::fs::rename(&old, &kept)?;
+        }
+    }
     for (flag, name) in [
         (opts.consumequeue, paths::CONSUMEQUEUE),
         (opts.index, paths::INDEX),

@@ -96,6 +96,7 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         StoreLock::acquire_existing(&root)?
     };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
+    store.refuse_dledger()?;
     let mode = match a.mode {
         ModeArg::Bridge => Mode::Bridge,
         ModeArg::Cut => Mode::Cut,

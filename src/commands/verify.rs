@@ -94,6 +94,13 @@ struct RecoverySummary {
 pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     if a.explain_recovery {
+        // what DLedger's recovery does at the next start is not explained yet
+        store.refuse_dledger()?;
+    }
+    if let Some(n) = crate::engine::store::dledger::reading_note(&store) {
+        output::note(&n);
+    }
+    if a.explain_recovery {
         let plan = recovery::plan(&store, !a.no_crc)?;
         if a.json {
             output::typed_line(out, "recovery", &plan)?;

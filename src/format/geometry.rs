@@ -144,6 +144,8 @@ pub struct GeometryOverrides {
     pub index_slots: Option<u32>,
     pub index_entries: Option<u32>,
     pub delay_levels: Option<Vec<i64>>,
+    /// `dLegerPeers` (`n0-host:port;n1-host:port;...`): the members of a DLedger group.
+    pub dledger_peers: Option<String>,
 }
 
 impl GeometryOverrides {
@@ -172,6 +174,7 @@ impl GeometryOverrides {
         o.cq_file_units = num("mappedFileSizeConsumeQueue")?.map(|b| b.div_ceil(20));
         o.index_slots = num("maxHashSlotNum")?.map(|v| v.min(u32::MAX as u64) as u32);
         o.index_entries = num("maxIndexNum")?.map(|v| v.min(u32::MAX as u64) as u32);
+        o.dledger_peers = props.get("dLegerPeers").map(|v| v.trim().to_string());
         if let Some(v) = props.get("messageDelayLevel") {
             o.delay_levels =
                 Some(

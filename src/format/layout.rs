@@ -129,7 +129,7 @@ pub fn resolve(path: &Path) -> Result<PathBuf> {
 }
 
 /// True when `dir` looks like a broker store root: it has a `commitlog/` or `consumequeue/`
-/// folder or a DLedger member folder (what [`crate::engine::Store::open_any`] accepts).
+/// folder or a DLedger member folder (what [`crate::engine::Store::open`] accepts).
 pub fn is_store_root(dir: &Path) -> bool {
     dir.join("commitlog").is_dir()
         || dir.join("consumequeue").is_dir()

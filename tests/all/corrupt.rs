@@ -16,7 +16,9 @@ use serde_json::Value;
 use rmqstore::engine::Store;
 use rmqstore::format::checkpoint::Checkpoint;
 use rmqstore::format::commitlog::read::LayoutIssue;
-use rmqstore::format::commitlog::{parse_record, Commitlog, Record, RecordIter, SegmentEnd};
+use rmqstore::format::commitlog::{
+    parse_record, Commitlog, Record, RecordIter, Segment, SegmentEnd,
+};
 use rmqstore::format::config::{
     load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups, TopicConfigs,
 };
@@ -204,7 +206,8 @@ struct Walk {
 
 fn walk(path: &Path, start: u64, check_crc: bool) -> Walk {
     let map = Mapped::open(path).unwrap();
-    let mut it = RecordIter::new(&map, path, start, check_crc);
+    let seg = Segment::commitlog(path.to_path_buf(), start, 0);
+    let mut it = RecordIter::new(&map, &seg, check_crc);
     let mut good = Vec::new();
     let mut err = None;
     for r in it.by_ref() {
@@ -769,7 +772,7 @@ fn built_keys(root: &Path) -> BTreeMap<i32, Vec<String>> {
     let mut out: BTreeMap<i32, Vec<String>> = BTreeMap::new();
     for s in &cl.segments {
         let map = s.map().unwrap();
-        for m in RecordIter::new(&map, &s.path, s.start, false) {
+        for m in RecordIter::new(&map, s, false) {
             let m = m.unwrap();
             for key in m
                 .uniq_key()
@@ -1218,9 +1221,13 @@ fn commitlog_file_named_near_u64_max_does_not_panic() {
     let cl = Commitlog::open(&dir).unwrap();
     assert_eq!(cl.segments.last().unwrap().start, i64::MAX as u64);
     let map = Mapped::open(&path).unwrap();
-    let n = RecordIter::new(&map, &path, i64::MAX as u64, false)
-        .filter(|r| r.is_ok())
-        .count();
+    let n = RecordIter::new(
+        &map,
+        &Segment::commitlog(path.clone(), i64::MAX as u64, 0),
+        false,
+    )
+    .filter(|r| r.is_ok())
+    .count();
     assert!(n > 0);
     let _ = cl.max_offset().unwrap();
     info(&root);

@@ -117,6 +117,15 @@ struct Message {
     body_decompressed_from: Option<String>,
     #[serde(default)]
     body_error: Option<String>,
+    // dump commitlog of a DLedger-mode store only
+    #[serde(default)]
+    dledger_index: Option<i64>,
+    #[serde(default)]
+    dledger_term: Option<i64>,
+    #[serde(default)]
+    dledger_pos: Option<i64>,
+    #[serde(default)]
+    dledger_committed: Option<bool>,
     // export only
     #[serde(default)]
     export_source: Option<String>,
@@ -796,6 +805,8 @@ struct DledgerLog {
     index_end_pos: u64,
     divided_commitlog_offset: u64,
     converted: bool,
+    commit_rule: String,
+    served_end: u64,
     geometry: DledgerGeometry,
     data_files: Vec<InfoFile>,
     index_files: Vec<InfoFile>,
@@ -1119,6 +1130,7 @@ struct DumpCommitlogSummary {
     truncated: bool,
     problems: u64,
     started_at: Option<u64>,
+    uncommitted: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1275,6 +1287,8 @@ struct RebuildSummary {
     last_store_timestamp: i64,
     last_queued_timestamp: i64,
     index_msg_timestamp: i64,
+    #[serde(default)]
+    dledger_index_units: Option<u64>,
     out: Option<String>,
     seconds: f64,
     geometry: Geometry,
@@ -2002,6 +2016,20 @@ fn the_dledger_stores_fit_the_schema() {
         run!("info", s, "--json").report("info", &["dledger_info"]);
         run!("dump", "dledger", s, "--json").report("dump dledger", &["dledger_entry"]);
         run!("dump", "dledger", s, "--index", "--json").report("dump dledger", &["dledger_index"]);
+        let r = run!("dump", "commitlog", s, "--json");
+        r.stream("dump commitlog", &[]);
+        assert!(r.stdout.len() > 2000, "{name}");
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("out");
+        run!(
+            "rebuild",
+            s,
+            "--dledger-index",
+            "--out",
+            out.as_os_str(),
+            "--json"
+        )
+        .report("rebuild", &[]);
     }
 }
 

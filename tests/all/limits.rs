@@ -7,7 +7,7 @@ use crate::common::{bin, fixture, interrupted_at};
 use std::path::{Path, PathBuf};
 
 use rmqstore::engine::Store;
-use rmqstore::format::commitlog::RecordIter;
+use rmqstore::format::commitlog::{RecordIter, Segment};
 use rmqstore::format::consumequeue::UNIT_SIZE;
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::mapped::Mapped;
@@ -338,7 +338,7 @@ fn last_file_records(root: &Path) -> (PathBuf, u64, Vec<(u64, u64, u64)>) {
     let store = Store::open(root, &GeometryInputs::default()).unwrap();
     let seg = store.commitlog.segments.last().unwrap().clone();
     let map = Mapped::open(&seg.path).unwrap();
-    let recs = RecordIter::new(&map, &seg.path, seg.start, true)
+    let recs = RecordIter::new(&map, &seg, true)
         .map(|m| {
             let m = m.unwrap();
             let pos = m.position - seg.start;
@@ -410,7 +410,8 @@ fn query_warns_of_a_body_whose_crc_fails() {
     let store = Store::open(&root, &GeometryInputs::default()).unwrap();
     let host = {
         let map = Mapped::open(&file).unwrap();
-        let m = RecordIter::new(&map, &file, start, true)
+        let seg = Segment::commitlog(file.clone(), start, 0);
+        let m = RecordIter::new(&map, &seg, true)
             .nth(recs.len() / 2)
             .unwrap()
             .unwrap();

@@ -25,7 +25,7 @@ fn all_records(store: &Store) -> Vec<(u64, Message, Vec<u8>)> {
     let mut out = Vec::new();
     for seg in &store.commitlog.segments {
         let map = Mapped::open(&seg.path).unwrap();
-        for r in RecordIter::new(&map, &seg.path, seg.start, true) {
+        for r in RecordIter::new(&map, seg, true) {
             let m = r.unwrap();
             out.push((m.position, m.to_owned_message(), m.raw.to_vec()));
         }

@@ -35,7 +35,7 @@ pub(crate) fn readable(root: &Path) -> BTreeMap<u64, Vec<u8>> {
     };
     for seg in &store.commitlog.segments {
         let map = Mapped::open(&seg.path).unwrap();
-        for r in RecordIter::new(&map, &seg.path, seg.start, true) {
+        for r in RecordIter::new(&map, seg, true) {
             let Ok(m) = r else { break };
             out.insert(m.position, m.raw.to_vec());
         }
@@ -91,7 +91,7 @@ pub(crate) fn assert_consistent(r: &Repaired, ctx: &str) {
     let store = Store::open(&r.out, &GeometryInputs::default()).unwrap();
     for seg in &store.commitlog.segments {
         let map = Mapped::open(&seg.path).unwrap();
-        for rec in RecordIter::new(&map, &seg.path, seg.start, true) {
+        for rec in RecordIter::new(&map, seg, true) {
             rec.unwrap_or_else(|e| panic!("{ctx}: repaired commitlog: {e}"));
         }
     }

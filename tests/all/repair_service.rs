@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::common::*;
 use crate::repair::{check, commitlog_file, damaged, patch, record_pos, repair_out_with};
 use rmqstore::engine::Store;
-use rmqstore::format::commitlog::RecordIter;
+use rmqstore::format::commitlog::{RecordIter, Segment};
 use rmqstore::format::geometry::GeometryInputs;
 use rmqstore::format::mapped::Mapped;
 
@@ -32,7 +32,8 @@ fn gen_store(dir: &Path, file_size: u64) -> PathBuf {
 fn records_of(f: &Path) -> Vec<(u64, u64)> {
     let start: u64 = f.file_name().unwrap().to_str().unwrap().parse().unwrap();
     let map = Mapped::open(f).unwrap();
-    RecordIter::new(&map, f, start, false)
+    let seg = Segment::commitlog(f.to_path_buf(), start, 0);
+    RecordIter::new(&map, &seg, false)
         .map_while(Result::ok)
         .map(|m| (m.position, m.raw.len() as u64))
         .collect()

@@ -70,7 +70,7 @@ fn records(root: &Path) -> Vec<Rec> {
     let mut out = Vec::new();
     for seg in &store.commitlog.segments {
         let map = seg.map().unwrap();
-        for m in RecordIter::new(&map, &seg.path, seg.start, false).map_while(Result::ok) {
+        for m in RecordIter::new(&map, seg, false).map_while(Result::ok) {
             out.push(Rec {
                 topic: m.topic.to_string(),
                 queue_id: m.queue_id,

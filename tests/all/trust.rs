@@ -62,6 +62,7 @@ fn evil_store(root: &Path, evil: &Path) -> Vec<String> {
             index_slots: Some(16),
             index_entries: Some(64),
             delay_levels: None,
+            dledger_peers: None,
         },
         ..Default::default()
     });

@@ -127,7 +127,7 @@ fn records(root: &Path) -> Vec<Vec<Rec>> {
         .iter()
         .map(|seg| {
             let map = Mapped::open(&seg.path).unwrap();
-            RecordIter::new(&map, &seg.path, seg.start, true)
+            RecordIter::new(&map, seg, true)
                 .map(|m| {
                     let m = m.unwrap();
                     let pos = m.position - seg.start;
@@ -815,7 +815,7 @@ fn regression_13_index_entries_lost_on_an_unclean_start() {
     let mut lost = 0u64;
     for seg in segs.iter().take(2) {
         let m = rmqstore::format::mapped::Mapped::open(&seg.path).unwrap();
-        for r in RecordIter::new(&m, &seg.path, seg.start, true) {
+        for r in RecordIter::new(&m, seg, true) {
             let r = r.unwrap();
             let keyed = r.uniq_key().is_some() || !r.keys().is_empty();
             let rollback =
@@ -1009,10 +1009,7 @@ fn abnormal_recovery_starts_at_a_file_stored_exactly_at_the_checkpoint_min() {
     let first_ts = |i: usize| -> i64 {
         let seg = &store.commitlog.segments[i];
         let map = Mapped::open(&seg.path).unwrap();
-        let r = RecordIter::new(&map, &seg.path, seg.start, true)
-            .next()
-            .unwrap()
-            .unwrap();
+        let r = RecordIter::new(&map, seg, true).next().unwrap().unwrap();
         r.store_timestamp
     };
     let k = 4;

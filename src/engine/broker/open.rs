@@ -79,6 +79,9 @@ impl SourceLog {
             .iter()
             .position(|(s, _)| s.start <= start && start < s.start.saturating_add(s.len))?;
         let (seg, map) = self.segments.get(first)?;
+        if seg.uncommitted(start) {
+            return None;
+        }
         let pos = usize::try_from(start - seg.start).ok()?;
         match parse_record(map.as_ref()?, pos, seg.start, true) {
             Ok(Record::Message(m))
@@ -88,8 +91,8 @@ impl SourceLog {
         let mut end = start;
         for (i, (seg, map)) in self.segments.iter().enumerate().skip(first) {
             let map = map.as_ref()?;
-            let from = if i == first { pos } else { 0 };
-            let mut it = RecordIter::starting_at(map, &seg.path, seg.start, from, true);
+            let from = if i == first { seg.walk_pos(pos) } else { 0 };
+            let mut it = RecordIter::starting_at(map, seg, from, true);
             for r in it.by_ref() {
                 if r.is_err() {
                     break;
@@ -304,7 +307,7 @@ impl Engine {
         {
             let map = Mapped::open(&seg.path)?;
             let pos = from.saturating_sub(seg.start) as usize;
-            let mut it = RecordIter::starting_at(&map, &seg.path, seg.start, pos, false);
+            let mut it = RecordIter::starting_at(&map, seg, pos, false);
             for r in it.by_ref() {
                 let m = match r {
                     Ok(m) => m,
@@ -403,7 +406,7 @@ impl Engine {
             }
             for seg in &existing.segments {
                 let map = Mapped::open(&seg.path)?;
-                let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
+                let mut it = RecordIter::new(&map, seg, true);
                 while let Some(r) = it.next() {
                     let m = match r {
                         Ok(m) => m,

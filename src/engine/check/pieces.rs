@@ -83,33 +83,28 @@ pub fn piece_count(len: u64, piece: u64) -> usize {
 /// Where the piece nominally starting at `nominal` starts: the first record at or after it (as
 /// recovery resynchronises), unless the page there is zero (the end of the data, or a hole the
 /// walk will report).
-fn piece_start(buf: &[u8], nominal: u64, file_start: u64) -> Option<usize> {
+fn piece_start(buf: &[u8], nominal: u64, seg: &Segment) -> Option<usize> {
     let nominal = usize::try_from(nominal).ok()?;
     let page = buf.get(nominal..nominal.checked_add(4096)?)?;
     if page.iter().all(|&b| b == 0) {
         return None;
     }
     let window = buf.get(..nominal.saturating_add(PIECE_SEARCH).min(buf.len()))?;
-    recovery::resync(window, nominal, file_start).filter(|&p| p > 0)
+    recovery::resync(window, nominal, seg).filter(|&p| p > 0)
 }
 
-/// The file positions piece `j` of a file (`buf`, starting at commitlog offset `file_start`,
-/// cut in pieces of `piece_size`) is walked from and to; `None` when no record starts near its
+/// The walk positions piece `j` of a file (`buf`, the bytes of `seg`, cut in pieces of
+/// `piece_size`) is walked from and to; `None` when no record starts near its
 /// nominal start, so the piece before covers its bytes. The pieces that are `Some` cover the
 /// file without gaps or overlaps.
-pub fn piece_span(
-    buf: &[u8],
-    file_start: u64,
-    piece_size: u64,
-    j: usize,
-) -> Option<(usize, usize)> {
+pub fn piece_span(buf: &[u8], seg: &Segment, piece_size: u64, j: usize) -> Option<(usize, usize)> {
     let nominal = |j: usize| (j as u64).saturating_mul(piece_size.max(1));
     let from = match j {
         0 => 0,
-        j => piece_start(buf, nominal(j), file_start)?,
+        j => piece_start(buf, nominal(j), seg)?,
     };
     let to = (j + 1..piece_count(buf.len() as u64, piece_size))
-        .find_map(|k| piece_start(buf, nominal(k), file_start))
+        .find_map(|k| piece_start(buf, nominal(k), seg))
         .unwrap_or(buf.len());
     Some((from, to))
 }

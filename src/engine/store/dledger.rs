@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::Store;
 use crate::format::dledger::entry::{parse_slot, Slot};
 use crate::format::dledger::walk::{walk_from, IndexReader};
-use crate::format::dledger::{DledgerGeometry, DledgerLayout};
+use crate::format::dledger::{CommitRule, DledgerGeometry, DledgerLayout};
 use crate::format::error::Result;
 use crate::format::mapped::Mapped;
 
@@ -50,6 +50,10 @@ pub struct DledgerInfo {
     pub divided_commitlog_offset: u64,
     /// Converted store: records below the divide are in `commitlog/`.
     pub converted: bool,
+    /// Which entries count as committed at the broker's next start (`--broker-conf`'s
+    /// `dLegerPeers`), and where the records it then serves end (a commitlog offset).
+    pub commit_rule: CommitRule,
+    pub served_end: u64,
     pub geometry: DledgerGeometry,
     pub data_files: Vec<LogFile>,
     pub index_files: Vec<LogFile>,
@@ -72,15 +76,80 @@ fn files(l: &crate::format::filename::Listing) -> Vec<LogFile> {
         .collect()
 }
 
+/// Where the broker stops serving records after its next start, by the layout's
+/// [`CommitRule`]: `None` for a single-replica group (its whole log is committed); else the end
+/// of the entry the checkpoint's `committedIndex` names, found through its index unit (or, when
+/// the unit does not name it, by walking the data), at most the end of the log. Without a
+/// committed index nothing of the DLedger log is served: the divide.
+pub fn served_end(layout: &DledgerLayout) -> Result<Option<u64>> {
+    if layout.commit_rule == CommitRule::SingleReplica {
+        return Ok(None);
+    }
+    let cp = layout.checkpoint()?.unwrap_or_default();
+    let Some(c) = cp.committed_index.filter(|&c| c >= 0) else {
+        return Ok(Some(layout.divide()));
+    };
+    if let Some(u) = IndexReader::new(layout).unit(c)? {
+        if u.index == c && u.magic == crate::format::dledger::MAGIC {
+            if let Some(f) = layout
+                .data
+                .files
+                .iter()
+                .find(|f| f.start as i64 <= u.pos && u.pos < (f.start + f.len) as i64)
+            {
+                let m = Mapped::open(&f.path)?;
+                if let Ok(Slot::Entry(h)) =
+                    parse_slot(&m, (u.pos as u64 - f.start) as usize, f.start)
+                {
+                    if h.index == c {
+                        return Ok(Some((h.pos + i64::from(h.size)) as u64));
+                    }
+                }
+            }
+        }
+    }
+    let mut found = None;
+    walk_from(layout, 0, |v| {
+        if v.header.index == c {
+            found = Some((v.header.pos + i64::from(v.header.size)) as u64);
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    })?;
+    // A committed index past the log is clamped to its end (`DLedgerMmapFileStore.recover`).
+    Ok(found)
+}
+
+/// For a command reading a DLedger-mode store: where its records come from and which commit
+/// rule decided what is served. `None` for a store in normal mode.
+pub fn reading_note(store: &Store) -> Option<String> {
+    let layout = store.dledger.as_ref()?;
+    let served = match store.commitlog.served_end() {
+        Some(e) => format!("records below commitlog offset {e} are served"),
+        None => "every entry is served".into(),
+    };
+    Some(format!(
+        "DLedger-mode store (member {}{}): records are read from the DLedger entries at entry \
+         pos + 48; {served}, by the commit rule for a {}",
+        layout.self_id,
+        if layout.converted {
+            ", converted: commitlog/ below the divide"
+        } else {
+            ""
+        },
+        layout.commit_rule.describe()
+    ))
+}
+
 /// The summary of `store`'s DLedger log; `None` for a store in normal mode.
 pub fn summary(store: &Store) -> Result<Option<DledgerInfo>> {
     let Some(layout) = &store.dledger else {
         return Ok(None);
     };
-    summarize(layout).map(Some)
+    summarize(layout, store.commitlog.served_end()).map(Some)
 }
 
-fn summarize(layout: &DledgerLayout) -> Result<DledgerInfo> {
+fn summarize(layout: &DledgerLayout, served_end: Option<u64>) -> Result<DledgerInfo> {
     let mut notes = Vec::new();
     let term = layout.term()?.unwrap_or_default();
     let cp = layout.checkpoint()?.unwrap_or_default();
@@ -147,6 +216,8 @@ fn summarize(layout: &DledgerLayout) -> Result<DledgerInfo> {
         index_end_pos: last.map_or(0, |h| (h.index.max(-1) + 1) as u64 * 32),
         divided_commitlog_offset: layout.divide(),
         converted: layout.converted,
+        commit_rule: layout.commit_rule,
+        served_end: served_end.unwrap_or(end.end_pos),
         geometry: layout.geometry.clone(),
         data_files: files(&layout.data),
         index_files: files(&layout.index),

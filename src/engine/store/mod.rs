@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::format::checkpoint::{AbortMarker, Checkpoint};
-use crate::format::commitlog::Commitlog;
+use crate::format::commitlog::{Commitlog, Segment, SegmentKind};
 use crate::format::consumequeue::ConsumeQueue;
 use crate::format::dledger::layout::is_dledger_root;
 use crate::format::dledger::DledgerLayout;
@@ -62,7 +62,7 @@ pub struct Store {
     pub bad_topic_dirs: Vec<(PathBuf, NameError)>,
     /// Entries of `index/` that are not regular files.
     pub index_odd: Vec<Entry>,
-    /// The DLedger log of a DLedger-mode store (only [`Store::open_any`] opens one).
+    /// The DLedger log of a DLedger-mode store; its data files are in [`Store::commitlog`].
     pub dledger: Option<DledgerLayout>,
 }
 
@@ -99,32 +99,30 @@ fn refuse_stage(root: &Path) -> Result<()> {
 impl Store {
     /// Open a store root. Values missing from `inputs.flags`/`broker_conf` are inferred from
     /// the files (commitlog and consume queue file sizes, index slots and entries).
-    /// A folder that holds the stage marker (a writer's unfinished output) is refused, and so
-    /// is a DLedger-mode store: the commands that open stores this way do not read its log yet,
-    /// and must not take it for an empty commitlog.
+    /// A folder that holds the stage marker (a writer's unfinished output) is refused. A
+    /// DLedger-mode store's data files are segments of its commitlog ([`Store::dledger`]).
     pub fn open(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
         refuse_stage(root)?;
-        Self::open_staged(root, inputs)
+        Self::load(root, inputs)
     }
 
     /// [`Store::open`] that also opens a folder marked as a stage: for the writer that made it,
     /// to check what it wrote before it removes the marker.
     pub fn open_staged(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
-        let store = Self::load(root, inputs)?;
-        if store.dledger.is_some() {
-            return Err(DledgerError::NotRead {
-                root: root.to_path_buf(),
-                command: "this command".into(),
-            }
-            .into());
-        }
-        Ok(store)
+        Self::load(root, inputs)
     }
 
-    /// [`Store::open`], DLedger-mode stores included ([`Store::dledger`]).
-    pub fn open_any(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
-        refuse_stage(root)?;
-        Self::load(root, inputs)
+    /// Refuse a DLedger-mode store, for a command that does not handle one yet (the command
+    /// line names the command in the error).
+    pub fn refuse_dledger(&self) -> Result<()> {
+        match self.dledger {
+            Some(_) => Err(DledgerError::NotRead {
+                root: self.root.clone(),
+                command: "this command".into(),
+            }
+            .into()),
+            None => Ok(()),
+        }
     }
 
     fn load(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
@@ -153,7 +151,7 @@ impl Store {
             }
             .into());
         }
-        let commitlog = if commitlog_dir.is_dir() {
+        let mut commitlog = if commitlog_dir.is_dir() {
             Commitlog::open(&commitlog_dir)?
         } else {
             Commitlog {
@@ -164,6 +162,9 @@ impl Store {
             }
         };
         let dledger = DledgerLayout::find(root, inputs)?;
+        if let Some(layout) = &dledger {
+            add_dledger_segments(&mut commitlog, layout)?;
+        }
         let queue_dirs = list_queue_dirs(&root.join(paths::CONSUMEQUEUE))?;
         let (index_files, index_odd) = list_index_files(&root.join(paths::INDEX))?;
 
@@ -298,6 +299,29 @@ impl StorePath {
         }
         .into())
     }
+}
+
+/// A DLedger-mode store's commitlog: the `commitlog/` files below the divide (a converted
+/// store), then the DLedger data files, each record at its entry's pos + 48, served up to the
+/// committed position ([`dledger::served_end`]).
+fn add_dledger_segments(commitlog: &mut Commitlog, layout: &DledgerLayout) -> Result<()> {
+    let served_end = dledger::served_end(layout)?;
+    let divide = layout.divide();
+    commitlog.segments.retain(|s| s.start < divide);
+    commitlog
+        .segments
+        .extend(layout.data.files.iter().map(|f| Segment {
+            path: f.path.clone(),
+            start: f.start,
+            len: f.len,
+            kind: SegmentKind::Dledger,
+            served_end,
+        }));
+    commitlog
+        .foreign
+        .extend(layout.data.foreign.iter().cloned());
+    commitlog.odd.extend(layout.data.odd.iter().cloned());
+    Ok(())
 }
 
 /// The queue folders under `consumequeue/`, and what else is there.

@@ -13,8 +13,9 @@ use std::sync::{mpsc, Arc, Mutex};
 
 use crate::engine::check::recovery::resync;
 use crate::engine::store::message_json::RecordFile;
-use crate::format::commitlog::read::{parse_record, Record, Segment};
+use crate::format::commitlog::read::{parse_record, Record, Segment, SegmentKind};
 use crate::format::commitlog::{walk_map, MessageRef, SegmentEnd};
+use crate::format::dledger::EntryHeader;
 use crate::format::error::Error;
 use crate::format::mapped::Mapped;
 
@@ -24,6 +25,16 @@ pub struct Selection {
     pub from: u64,
     pub topic: Option<String>,
     pub limit: Option<u64>,
+    /// Also the records of a DLedger log's uncommitted entries (the broker serves none of them).
+    pub uncommitted: bool,
+}
+
+/// The DLedger entry a record is wrapped in, and whether the broker serves it.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryPlace {
+    pub header: EntryHeader,
+    /// At or before the committed position ([`Segment::served_end`]).
+    pub committed: bool,
 }
 
 /// How the walk went.
@@ -72,7 +83,8 @@ pub fn render_in_order<E, R, W>(
 ) -> Result<WalkOutcome, E>
 where
     E: From<Error> + Send,
-    R: Fn(&mut Vec<u8>, &MessageRef<'_>, &RecordFile<'_>) -> Result<(), E> + Sync,
+    R: Fn(&mut Vec<u8>, &MessageRef<'_>, &RecordFile<'_>, Option<&EntryPlace>) -> Result<(), E>
+        + Sync,
     W: FnMut(&[u8], u64) -> Result<(), E>,
 {
     let workers = workers.max(1);
@@ -127,19 +139,34 @@ where
 
 fn render_batch<E, R>(b: &Batch, segments: &[Segment], render: &R) -> Rendered<E>
 where
-    R: Fn(&mut Vec<u8>, &MessageRef<'_>, &RecordFile<'_>) -> Result<(), E>,
+    R: Fn(&mut Vec<u8>, &MessageRef<'_>, &RecordFile<'_>, Option<&EntryPlace>) -> Result<(), E>,
 {
     let len: usize = b.records.iter().map(Range::len).sum();
     let mut bytes = Vec::with_capacity(len + len / 2);
     let mut count = 0;
-    let (path, start) = segments
-        .get(b.segment)
-        .map(|s| (s.path.as_path(), s.start))
-        .unwrap_or((Path::new(""), 0));
-    let file = RecordFile::new(path);
+    let Some(seg) = segments.get(b.segment) else {
+        return Rendered {
+            seq: b.seq,
+            bytes: Ok(bytes),
+            count,
+        };
+    };
+    let file = RecordFile::new(&seg.path);
     for range in &b.records {
-        if let Ok(Record::Message(m)) = parse_record(&b.map, range.start, start, false) {
-            if let Err(e) = render(&mut bytes, &m, &file) {
+        if let Ok(Record::Message(m)) = parse_record(&b.map, range.start, seg.start, false) {
+            let place = match seg.kind {
+                SegmentKind::Commitlog => None,
+                SegmentKind::Dledger => range
+                    .start
+                    .checked_sub(seg.header_len())
+                    .and_then(|at| b.map.get(at..))
+                    .and_then(EntryHeader::from_bytes)
+                    .map(|header| EntryPlace {
+                        header,
+                        committed: !seg.uncommitted(m.position),
+                    }),
+            };
+            if let Err(e) = render(&mut bytes, &m, &file, place.as_ref()) {
                 return Rendered {
                     seq: b.seq,
                     bytes: Err(e),
@@ -178,6 +205,13 @@ fn walk_all(
     let mut first = true;
     let last = segments.len().saturating_sub(1);
     for (i, seg) in segments.iter().enumerate() {
+        let all;
+        let seg = if sel.uncommitted && seg.served_end.is_some() {
+            all = seg.with_uncommitted();
+            &all
+        } else {
+            seg
+        };
         if seg.start.saturating_add(seg.len) <= sel.from {
             done_bytes += seg.len;
             continue;
@@ -188,8 +222,9 @@ fn walk_all(
             done_bytes += seg.len;
             continue;
         };
-        if first && sel.from > 0 && seg.start + file_pos != sel.from {
-            out.started_at = Some(seg.start + file_pos);
+        let record_at = seg.start + file_pos + seg.header_len() as u64;
+        if first && sel.from > 0 && record_at != sel.from {
+            out.started_at = Some(record_at);
         }
         first = false;
         let new_batch = |seq: u64| Batch {
@@ -241,12 +276,8 @@ fn walk_all(
             if w.stopped || hung_up {
                 break w;
             }
-            let next = resync(&map, pos + 1, seg.start).filter(|&p| {
-                matches!(
-                    parse_record(&map, p, seg.start, false),
-                    Ok(Record::Message(_))
-                )
-            });
+            let next = resync(seg.served(&map), pos + 1, seg)
+                .filter(|&p| matches!(seg.record_at(&map, p, false), Ok(Record::Message(_))));
             let Some(next) = next else {
                 break w;
             };
@@ -294,17 +325,10 @@ fn start_in_segment(map: &Mapped, seg: &Segment, from: u64) -> Option<u64> {
     if from <= seg.start {
         return Some(0);
     }
-    let pos = usize::try_from(from - seg.start).ok()?;
-    if matches!(
-        parse_record(map, pos, seg.start, false),
-        Ok(Record::Message(_))
-    ) {
+    let pos = seg.walk_pos(usize::try_from(from - seg.start).ok()?);
+    if matches!(seg.record_at(map, pos, false), Ok(Record::Message(_))) {
         return Some(pos as u64);
     }
-    let next = resync(map, pos, seg.start)?;
-    matches!(
-        parse_record(map, next, seg.start, false),
-        Ok(Record::Message(_))
-    )
-    .then_some(next as u64)
+    let next = resync(map, pos, seg)?;
+    matches!(seg.record_at(map, next, false), Ok(Record::Message(_))).then_some(next as u64)
 }

@@ -40,7 +40,7 @@ where
         .map(|seg| {
             let map = seg.map()?;
             let mut value = init();
-            let mut it = RecordIter::new(&map, &seg.path, seg.start, check_crc);
+            let mut it = RecordIter::new(&map, seg, check_crc);
             let (mut records, mut bytes, mut error) = (0u64, 0u64, None);
             for r in it.by_ref() {
                 match r {
@@ -80,7 +80,7 @@ mod tests {
         let mut walked = 0u64;
         for seg in &store.commitlog.segments {
             let map = seg.map().unwrap();
-            for r in crate::format::commitlog::RecordIter::new(&map, &seg.path, seg.start, true) {
+            for r in crate::format::commitlog::RecordIter::new(&map, seg, true) {
                 r.unwrap();
                 walked += 1;
             }

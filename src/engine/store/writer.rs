@@ -260,7 +260,7 @@ impl StoreWriter {
         let last = commitlog.segments.len() - 1;
         for (i, seg) in commitlog.segments.iter().enumerate() {
             let map = seg.map()?;
-            let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
+            let mut it = RecordIter::new(&map, seg, true);
             for r in it.by_ref() {
                 let m = r?;
                 w.dispatch_record(&m)?;

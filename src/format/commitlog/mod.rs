@@ -17,7 +17,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::Serialize;
 
-pub use read::{message_in, parse_record, Commitlog, Record, Segment};
+pub use read::{message_in, parse_record, Commitlog, Record, Segment, SegmentKind};
 pub use walk::{walk_map, RecordIter, SegmentEnd, WalkEnd};
 pub use write::{encode_properties, record_len};
 

@@ -307,15 +307,106 @@ fn parse_ipv4_message(
     })
 }
 
-/// One commitlog file: where it is, the offset its name gives, its length on disk.
+/// Where a commitlog file's records sit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SegmentKind {
+    /// A `commitlog/` file: records one after another.
+    #[default]
+    Commitlog,
+    /// A DLedger data file (`dledger-<selfId>/data/`): entries, each a 48-byte header and one
+    /// record at the entry's pos + 48, the commitlog offset consume queues and index files use
+    /// (DLEDGER.md 2 and 5). A walk's positions in such a file are entry positions.
+    Dledger,
+}
+
+/// One commitlog file: where it is, the offset its name gives, its length on disk, its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Segment {
     pub path: PathBuf,
     pub start: u64,
     pub len: u64,
+    pub kind: SegmentKind,
+    /// DLedger: the commitlog offset where the committed entries end. The broker serves no
+    /// record of an entry at or after it (`DLedgerCommitLog.getMaxOffset` is the committed
+    /// position), so walks end there as at the end of the data. `None`: every entry is served.
+    pub served_end: Option<u64>,
 }
 
 impl Segment {
+    /// A `commitlog/` file.
+    pub fn commitlog(path: PathBuf, start: u64, len: u64) -> Self {
+        Segment {
+            path,
+            start,
+            len,
+            kind: SegmentKind::Commitlog,
+            served_end: None,
+        }
+    }
+
+    /// Bytes before each record that are not part of it: the DLedger entry header.
+    pub fn header_len(&self) -> usize {
+        match self.kind {
+            SegmentKind::Commitlog => 0,
+            SegmentKind::Dledger => crate::format::dledger::HEADER_SIZE,
+        }
+    }
+
+    /// The part of this file's bytes `buf` that the broker serves: all of it, or for a DLedger
+    /// file the bytes before [`Segment::served_end`].
+    pub fn served<'b>(&self, buf: &'b [u8]) -> &'b [u8] {
+        match self.served_end {
+            Some(e) => {
+                let n = usize::try_from(e.saturating_sub(self.start)).unwrap_or(usize::MAX);
+                &buf[..n.min(buf.len())]
+            }
+            None => buf,
+        }
+    }
+
+    /// This file with every entry served, the uncommitted ones too (to show them).
+    pub fn with_uncommitted(&self) -> Segment {
+        Segment {
+            served_end: None,
+            ..self.clone()
+        }
+    }
+
+    /// True when the record at commitlog offset `offset` of this file is not served (its
+    /// DLedger entry is past the committed position).
+    pub fn uncommitted(&self, offset: u64) -> bool {
+        self.served_end
+            .is_some_and(|e| offset.saturating_sub(self.header_len() as u64) >= e)
+    }
+
+    /// The walk position of the record at file position `record_pos`: the same in a
+    /// `commitlog/` file, its entry's position in a DLedger file.
+    pub fn walk_pos(&self, record_pos: usize) -> usize {
+        record_pos.saturating_sub(self.header_len())
+    }
+
+    /// What is at walk position `at` of `buf` (this file's bytes): for a DLedger file, the
+    /// entry there read as its record (an entry whose body is not one whole record is an
+    /// error), the file-end marker as a blank (its size the bytes left) or the end of data.
+    /// Error offsets are positions inside `buf`.
+    #[inline(always)]
+    pub fn record_at<'b>(
+        &self,
+        buf: &'b [u8],
+        at: usize,
+        check_crc: bool,
+    ) -> Result<Record<'b>, ParseError> {
+        match self.kind {
+            SegmentKind::Commitlog => parse_record(buf, at, self.start, check_crc),
+            SegmentKind::Dledger => dledger_record(buf, at, self.start, check_crc),
+        }
+    }
+
+    /// Where the walk goes on after `m`, read at walk position `at`.
+    pub fn after(&self, at: usize, m: &MessageRef<'_>) -> usize {
+        at + self.header_len() + m.raw.len()
+    }
+
     /// Map the file read-only for a walk over all of it. Pages are faulted in as the walk reaches
     /// them (the kernel maps several per fault and reads ahead): populating the map up front
     /// would also fill the holes of a sparse, pre-allocated file with zeroed pages.
@@ -328,11 +419,46 @@ impl Segment {
 
 impl From<QueueFile> for Segment {
     fn from(f: QueueFile) -> Self {
-        Segment {
-            path: f.path,
-            start: f.start,
-            len: f.len,
-        }
+        Segment::commitlog(f.path, f.start, f.len)
+    }
+}
+
+/// The DLedger entry at `at` of `buf` read as the record it wraps (see [`Segment::record_at`]).
+#[inline(always)]
+fn dledger_record(
+    buf: &[u8],
+    at: usize,
+    file_start: u64,
+    check_crc: bool,
+) -> Result<Record<'_>, ParseError> {
+    use crate::format::dledger::entry::{parse_slot, Slot};
+    use crate::format::dledger::HEADER_SIZE;
+    let h = match parse_slot(buf, at, file_start)? {
+        Slot::Entry(h) => h,
+        Slot::FileEnd { left } => return Ok(Record::Blank { size: left }),
+        Slot::EndOfData => return Ok(Record::EndOfData),
+    };
+    // `parse_slot` checked that the entry fits in `buf`.
+    let entry = &buf[..at + h.size as usize];
+    let body_at = at + HEADER_SIZE;
+    match parse_record(entry, body_at, file_start, check_crc)? {
+        Record::Message(m) if m.raw.len() == h.body_size as usize => Ok(Record::Message(m)),
+        Record::Message(m) => Err(ParseError::new(
+            body_at as u64,
+            ErrorKind::Unexpected {
+                what: "DLedger entry body",
+                expected: format!("one record of the body's {} bytes", h.body_size),
+                found: format!("a record of {} bytes", m.raw.len()),
+            },
+        )),
+        _ => Err(ParseError::new(
+            body_at as u64,
+            ErrorKind::Unexpected {
+                what: "DLedger entry body",
+                expected: "a message record".into(),
+                found: "a blank or zeros".into(),
+            },
+        )),
     }
 }
 
@@ -423,6 +549,12 @@ impl Commitlog {
         out
     }
 
+    /// Where the broker stops serving records: the committed position of a DLedger log whose
+    /// committed entries end before its data does (see [`Segment::served_end`]).
+    pub fn served_end(&self) -> Option<u64> {
+        self.segments.iter().find_map(|s| s.served_end)
+    }
+
     /// Smallest commitlog offset (the first file's start), as `getMinPhyOffset`.
     pub fn min_offset(&self) -> u64 {
         self.segments.first().map(|s| s.start).unwrap_or(0)
@@ -437,13 +569,14 @@ impl Commitlog {
 
     /// End of data as the broker's recovery finds it (`recoverNormally`, then `getMaxPhyOffset`):
     /// walk from the third-to-last file; a blank record moves on to the next file, anything else
-    /// (zeros, a bad record, the end of the last file) ends the data there.
+    /// (zeros, a bad record, the end of the last file) ends the data there. In a DLedger log the
+    /// walk ends at the committed position if that comes first (`getMaxOffset`).
     pub fn max_offset(&self) -> Result<u64> {
         let first = self.segments.len().saturating_sub(3);
         let mut end = self.segments.get(first).map(|s| s.start).unwrap_or(0);
         for seg in &self.segments[first..] {
             let map = seg.map()?;
-            let mut it = RecordIter::new(&map, &seg.path, seg.start, true);
+            let mut it = RecordIter::new(&map, seg, true);
             for r in it.by_ref() {
                 if r.is_err() {
                     break;

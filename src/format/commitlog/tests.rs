@@ -139,17 +139,20 @@ fn blank_and_end_of_data() {
     file.resize(200, 0);
     assert_eq!(&blank_record(61), &[0, 0, 0, 61, 0xCB, 0xD4, 0x31, 0x94]);
     let p = std::path::Path::new("00000000000000000000");
-    let mut it = RecordIter::new(&file, p, 0, true);
+    let s = Segment::commitlog(p.into(), 0, 0);
+    let mut it = RecordIter::new(&file, &s, true);
     assert_eq!(it.by_ref().count(), 1);
     assert_eq!(it.end(), &SegmentEnd::Blank { pos: 139, size: 61 });
 
     let mut zeros = example_bytes();
     zeros.resize(300, 0);
-    let mut it = RecordIter::new(&zeros, p, 0, true);
+    let s = Segment::commitlog(p.into(), 0, 0);
+    let mut it = RecordIter::new(&zeros, &s, true);
     assert_eq!(it.by_ref().count(), 1);
     assert_eq!(it.end(), &SegmentEnd::EndOfData { pos: 139 });
     // fewer than 8 bytes left is also end of data
-    let mut it = RecordIter::new(&zeros[..143], p, 0, true);
+    let s = Segment::commitlog(p.into(), 0, 0);
+    let mut it = RecordIter::new(&zeros[..143], &s, true);
     assert_eq!(it.by_ref().count(), 1);
     assert_eq!(it.end(), &SegmentEnd::EndOfData { pos: 139 });
 }
@@ -162,34 +165,47 @@ fn corruption_is_reported_with_offsets() {
     // flip a body bit of the second record
     let mut b = two.clone();
     b[139 + 90] ^= 1;
-    let mut it = RecordIter::new(&b, p, 1000, true);
+    let s = Segment::commitlog(p.into(), 1000, 0);
+    let mut it = RecordIter::new(&b, &s, true);
     assert!(it.next().unwrap().is_ok());
     let e = it.next().unwrap().unwrap_err().to_string();
     assert!(e.contains("at byte 139") && e.contains("CRC"), "{e}");
     assert!(e.contains("commitlog/00000000000000001000"), "{e}");
     assert_eq!(it.end(), &SegmentEnd::Corrupt { pos: 139 });
     // without CRC checking the record reads
-    assert_eq!(RecordIter::new(&b, p, 1000, false).count(), 2);
+    assert_eq!(
+        RecordIter::new(&b, &Segment::commitlog(p.into(), 1000, 0), false).count(),
+        2
+    );
     // bad magic
     let mut b = two.clone();
     b[139 + 5] = 0;
-    let e = RecordIter::new(&b, p, 0, true).nth(1).unwrap().unwrap_err();
+    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert!(e.to_string().contains("bad magic"), "{e}");
     // a size past the end of the file
     let mut b = two.clone();
     b[139 + 2] = 0x7F;
-    let e = RecordIter::new(&b, p, 0, true).nth(1).unwrap().unwrap_err();
+    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert!(e.to_string().contains("expected"), "{e}");
     // a size that disagrees with the fields
     let mut b = two.clone();
     b.extend_from_slice(&[0; 4]);
     b[139 + 3] += 4;
-    let e = RecordIter::new(&b, p, 0, true).nth(1).unwrap().unwrap_err();
+    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), true)
+        .nth(1)
+        .unwrap()
+        .unwrap_err();
     assert!(e.to_string().contains("add up to 139"), "{e}");
     // a negative topic length (byte 0x80)
     let mut b = example_bytes();
     b[0x66] = 0x80;
-    let e = RecordIter::new(&b, p, 0, false)
+    let e = RecordIter::new(&b, &Segment::commitlog(p.into(), 0, 0), false)
         .next()
         .unwrap()
         .unwrap_err();
@@ -267,7 +283,8 @@ proptest! {
     #[test]
     fn garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..400), start in 0usize..64) {
         let p = std::path::Path::new("x");
-        let it = RecordIter::starting_at(&bytes, p, 0, start.min(bytes.len()), true);
+        let s = Segment::commitlog(p.into(), 0, 0);
+        let it = RecordIter::starting_at(&bytes, &s, start.min(bytes.len()), true);
         for r in it { let _ = r; }
     }
 

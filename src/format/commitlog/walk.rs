@@ -10,9 +10,8 @@
 //! walk and starts a new one where its rules go on past the end of the last.
 
 use std::ops::ControlFlow;
-use std::path::Path;
 
-use super::read::{parse_record, Record, Segment};
+use super::read::{Record, Segment};
 use super::MessageRef;
 use crate::format::error::{Error, Result};
 use crate::format::mapped::Mapped;
@@ -33,11 +32,14 @@ pub enum SegmentEnd {
     Corrupt { pos: usize },
 }
 
-/// Iterator over the message records of one commitlog file.
+/// Iterator over the message records of one commitlog file: a `commitlog/` file's records one
+/// after another, or a DLedger data file's entries each read as the record it wraps (positions
+/// are then entry positions; a file-end marker is the blank). The walk ends where the broker
+/// stops serving ([`Segment::served`]): after the last committed entry it ends as at the end
+/// of the data.
 pub struct RecordIter<'a> {
     buf: &'a [u8],
-    path: &'a Path,
-    file_start: u64,
+    seg: &'a Segment,
     pos: usize,
     check_crc: bool,
     end: SegmentEnd,
@@ -45,22 +47,17 @@ pub struct RecordIter<'a> {
 }
 
 impl<'a> RecordIter<'a> {
-    pub fn new(buf: &'a [u8], path: &'a Path, file_start: u64, check_crc: bool) -> Self {
-        Self::starting_at(buf, path, file_start, 0, check_crc)
+    /// Walk `buf`, the bytes of `seg`, from its start.
+    pub fn new(buf: &'a [u8], seg: &'a Segment, check_crc: bool) -> Self {
+        Self::starting_at(buf, seg, 0, check_crc)
     }
 
-    /// Start the walk at file position `pos` (which must be a record boundary).
-    pub fn starting_at(
-        buf: &'a [u8],
-        path: &'a Path,
-        file_start: u64,
-        pos: usize,
-        check_crc: bool,
-    ) -> Self {
+    /// Start the walk at walk position `pos` (a record boundary; in a DLedger file an entry's
+    /// position, see [`Segment::walk_pos`]).
+    pub fn starting_at(buf: &'a [u8], seg: &'a Segment, pos: usize, check_crc: bool) -> Self {
         RecordIter {
-            buf,
-            path,
-            file_start,
+            buf: seg.served(buf),
+            seg,
             pos,
             check_crc,
             end: SegmentEnd::Running,
@@ -87,9 +84,9 @@ impl<'a> Iterator for RecordIter<'a> {
             return None;
         }
         self.ahead.touch(self.buf, self.pos);
-        match parse_record(self.buf, self.pos, self.file_start, self.check_crc) {
+        match self.seg.record_at(self.buf, self.pos, self.check_crc) {
             Ok(Record::Message(m)) => {
-                self.pos += m.raw.len();
+                self.pos = self.seg.after(self.pos, &m);
                 Some(Ok(m))
             }
             Ok(Record::Blank { size }) => {
@@ -105,7 +102,7 @@ impl<'a> Iterator for RecordIter<'a> {
             }
             Err(e) => {
                 self.end = SegmentEnd::Corrupt { pos: self.pos };
-                Some(Err(e.in_file(self.path, 0)))
+                Some(Err(e.in_file(&self.seg.path, 0)))
             }
         }
     }
@@ -148,7 +145,7 @@ pub fn walk_map(
     mut f: impl FnMut(&MessageRef<'_>) -> ControlFlow<()>,
 ) -> WalkEnd {
     let from = usize::try_from(from).unwrap_or(usize::MAX).min(map.len());
-    let mut it = RecordIter::starting_at(map, &seg.path, seg.start, from, check_crc);
+    let mut it = RecordIter::starting_at(map, seg, from, check_crc);
     let mut out = WalkEnd {
         end: SegmentEnd::Running,
         stopped: false,

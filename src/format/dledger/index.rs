@@ -89,3 +89,98 @@ impl IndexUnit {
         .find(|(_, u, e)| u != e)
     }
 }
+
+/// What [`write_index`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct IndexWritten {
+    /// Units written, one per entry from the ledger's first to its last.
+    pub units: u64,
+    pub files: u64,
+}
+
+/// Write the index of the entries of `layout`'s data into `dir` (a new folder), as
+/// `DLedgerMmapFileStore` appends it: the unit of entry `i` at byte `i * 32` of the file list,
+/// files of `file_size` bytes named by their start offset (zeros after the last unit, as the
+/// broker's pre-allocated file). One walk over the data ([`super::walk::walk`]): it ends where
+/// the recovery's would, at the first entry that breaks the chain.
+pub fn write_index(
+    layout: &super::DledgerLayout,
+    dir: &std::path::Path,
+    file_size: u64,
+) -> crate::format::error::Result<IndexWritten> {
+    use crate::format::error::Error;
+    use std::io::{Seek, SeekFrom, Write};
+    use std::ops::ControlFlow;
+
+    let file_size = file_size.max(INDEX_UNIT as u64) / INDEX_UNIT as u64 * INDEX_UNIT as u64;
+    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))?;
+    let mut out = IndexWritten::default();
+    let mut current: Option<(u64, std::path::PathBuf, std::io::BufWriter<std::fs::File>)> = None;
+    let mut failed = None;
+    let open = |start: u64| -> crate::format::error::Result<_> {
+        let path = dir.join(crate::format::filename::offset_to_name(start));
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, e))?;
+        f.set_len(file_size).map_err(|e| Error::io(&path, e))?;
+        Ok((start, path, std::io::BufWriter::with_capacity(1 << 20, f)))
+    };
+    super::walk::walk(layout, |v| {
+        if v.gap.is_some() {
+            return ControlFlow::Break(());
+        }
+        let Ok(i) = u64::try_from(v.header.index) else {
+            return ControlFlow::Break(());
+        };
+        let at = i.saturating_mul(INDEX_UNIT as u64);
+        let start = at / file_size * file_size;
+        let r = (|| -> crate::format::error::Result<()> {
+            if current.as_ref().map(|c| c.0) != Some(start) {
+                if let Some((_, p, w)) = current.take() {
+                    finish(&p, w)?;
+                }
+                let (s, p, mut w) = open(start)?;
+                w.seek(SeekFrom::Start(at - start))
+                    .map_err(|e| Error::io(&p, e))?;
+                out.files += 1;
+                current = Some((s, p, w));
+            }
+            if let Some((_, p, w)) = current.as_mut() {
+                w.write_all(&IndexUnit::of(&v.header).to_bytes())
+                    .map_err(|e| Error::io(p, e))?;
+            }
+            Ok(())
+        })();
+        match r {
+            Ok(()) => {
+                out.units += 1;
+                ControlFlow::Continue(())
+            }
+            Err(e) => {
+                failed = Some(e);
+                ControlFlow::Break(())
+            }
+        }
+    })?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    if let Some((_, p, w)) = current.take() {
+        finish(&p, w)?;
+    }
+    Ok(out)
+}
+
+/// Flush and fsync one written index file.
+fn finish(
+    path: &std::path::Path,
+    w: std::io::BufWriter<std::fs::File>,
+) -> crate::format::error::Result<()> {
+    use crate::format::error::Error;
+    let f = w
+        .into_inner()
+        .map_err(|e| Error::io(path, e.into_error()))?;
+    f.sync_all().map_err(|e| Error::io(path, e))
+}

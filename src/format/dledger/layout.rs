@@ -30,6 +30,34 @@ pub struct DledgerGeometry {
     pub index_file_size: Sourced<u64>,
 }
 
+/// Which entries the broker serves after its next start: those it will find committed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitRule {
+    /// A group of one (no broker config, or `dLegerPeers` naming no other member): the member
+    /// elects itself and commits its whole log (`DLedgerEntryPusher.QuorumAckChecker`).
+    SingleReplica,
+    /// A group with other members: only what the checkpoint's `committedIndex` proves; the
+    /// rest waits for a quorum or the leader's commit index.
+    Checkpoint,
+}
+
+impl CommitRule {
+    /// The rule in words, for notes.
+    pub fn describe(self) -> &'static str {
+        match self {
+            CommitRule::SingleReplica => {
+                "single-replica group (no other member in dLegerPeers, or no --broker-conf): \
+                 the member elects itself at its next start and commits its whole log"
+            }
+            CommitRule::Checkpoint => {
+                "group with other members (dLegerPeers): committed is what the checkpoint's \
+                 committedIndex proves; later entries are uncommitted"
+            }
+        }
+    }
+}
+
 /// One member's DLedger folder as found on disk.
 #[derive(Debug, Clone)]
 pub struct DledgerLayout {
@@ -43,6 +71,20 @@ pub struct DledgerLayout {
     pub geometry: DledgerGeometry,
     /// Converted store: `commitlog/` holds files; the divide is the first data file's start.
     pub converted: bool,
+    /// The other members of the group `dLegerPeers` names (ids), empty without a broker config.
+    pub other_peers: Vec<String>,
+    pub commit_rule: CommitRule,
+}
+
+/// The member ids `dLegerPeers` (`id-host:port;...`) names other than `self_id`.
+pub fn other_peers(peers: &str, self_id: &str) -> Vec<String> {
+    peers
+        .split(';')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('-').map_or(p, |(id, _)| id).to_string())
+        .filter(|id| id != self_id)
+        .collect()
 }
 
 /// The `dledger-<id>` folders with a `data/` folder directly under `root`, by name.
@@ -118,8 +160,22 @@ impl DledgerLayout {
             index_file_size: pick([None, None], &index, DEFAULT_INDEX_FILE_SIZE),
         };
         let converted = list_queue_dir(&root.join("commitlog")).is_ok_and(|l| !l.files.is_empty());
+        let self_id = name[DIR_PREFIX.len()..].to_string();
+        let other_peers = inputs
+            .broker_conf
+            .dledger_peers
+            .as_deref()
+            .map(|p| other_peers(p, &self_id))
+            .unwrap_or_default();
+        let commit_rule = if other_peers.is_empty() {
+            CommitRule::SingleReplica
+        } else {
+            CommitRule::Checkpoint
+        };
         Ok(Some(DledgerLayout {
-            self_id: name[DIR_PREFIX.len()..].to_string(),
+            self_id,
+            other_peers,
+            commit_rule,
             dir,
             data,
             index,

@@ -22,7 +22,7 @@ mod tests;
 
 pub use entry::{EntryHeader, Slot};
 pub use index::IndexUnit;
-pub use layout::{DledgerGeometry, DledgerLayout};
+pub use layout::{CommitRule, DledgerGeometry, DledgerLayout};
 pub use props::{DledgerCheckpoint, TermFile};
 
 /// `DLedgerEntry.BODY_OFFSET`: header bytes before the wrapped record.

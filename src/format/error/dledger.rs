@@ -16,11 +16,12 @@ pub enum DledgerError {
     /// The root has no `dledger-<selfId>/data` folder.
     #[error("{}: not a DLedger-mode store: no dledger-<selfId>/data folder", root.display())]
     NotDledger { root: PathBuf },
-    /// A command that does not read DLedger data yet was given a DLedger-mode store; `command`
+    /// A command that does not handle DLedger data yet (repair, the recovery explanation) was
+    /// given a DLedger-mode store; `command`
     /// names it (the command line fills it in).
     #[error(
         "{}: DLedger-mode store: {command} does not read DLedger data yet \
-         (`rmqstore info` and `rmqstore dump dledger` do)",
+         (`info`, `dump`, `query`, `pull`, `verify`, `rebuild` and the other read commands do)",
         root.display()
     )]
     NotRead { root: PathBuf, command: String },

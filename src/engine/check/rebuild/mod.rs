@@ -50,6 +50,9 @@ pub struct RebuildOptions {
     /// Only these topics (all when `None`).
     pub topics: Option<BTreeSet<String>>,
     pub index_naming: IndexNaming,
+    /// Also write a DLedger-mode store's DLedger index (`dledger-<selfId>/index/`) from its
+    /// data files.
+    pub dledger_index: bool,
     /// Set (by Ctrl-C, say) to stop the run at the next piece of the commitlog: the rebuild then
     /// ends with [`Error::Interrupted`], its output unfinished.
     pub interrupt: Option<Arc<AtomicBool>>,
@@ -64,6 +67,7 @@ impl RebuildOptions {
             index: true,
             topics: None,
             index_naming: IndexNaming::Local,
+            dledger_index: false,
             interrupt: None,
         }
     }
@@ -116,11 +120,12 @@ pub struct Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    /// The whole commitlog as the broker's recovery keeps it.
+    /// The whole commitlog as the broker's recovery keeps it, up to where the broker serves
+    /// records (a DLedger log's committed position).
     pub fn whole(store: &'a Store) -> Self {
         Source {
             store,
-            end: None,
+            end: store.commitlog.served_end(),
             patches: &[],
             inserts: &[],
         }
@@ -152,6 +157,9 @@ pub struct RebuildSummary {
     pub last_store_timestamp: i64,
     /// Store time of the last record given a consume queue unit (logicsMsgTimestamp).
     pub last_queued_timestamp: i64,
+    /// DLedger index units written (`--dledger-index`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dledger_index_units: Option<u64>,
     /// End time of the last full index file (indexMsgTimestamp).
     pub index_msg_timestamp: i64,
     /// Per queue: (min, max) offset of the rebuilt queue.
@@ -353,7 +361,7 @@ fn walk_in_pieces(
 ) -> Result<FileWalk> {
     let o = WalkOptions::default();
     let walk_piece = |j: usize| {
-        let (from, to) = piece_span(buf, seg.start, piece_size, j)?;
+        let (from, to) = piece_span(buf, seg, piece_size, j)?;
         let mut batch = Batch::default();
         let walk = recovery::walk_on(None, buf.get(..to)?, from, seg, &o, |m, place| {
             if place == RecordPlace::Chain {
@@ -775,7 +783,40 @@ pub fn rebuild_from(
             return Err(WritePathError::AlreadyExists { path: p }.into());
         }
     }
+    let dledger_index = match (opts.dledger_index, &src.store.dledger) {
+        (false, _) => None,
+        (true, None) => {
+            return Err(crate::format::error::DledgerError::NotDledger {
+                root: src.store.root.clone(),
+            }
+            .into())
+        }
+        (true, Some(l)) => {
+            let p = out_root.join(dledger_index_dir(l));
+            if crate::format::entry::probe(&p).kind != crate::format::entry::Kind::Missing {
+                return Err(WritePathError::AlreadyExists { path: p }.into());
+            }
+            Some((l, p))
+        }
+    };
     std::fs::create_dir_all(out_root).map_err(|e| Error::io(out_root, e))?;
+    let dledger_index_units = match dledger_index {
+        Some((l, p)) => {
+            if let Some(parent) = p.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+            }
+            let size = l.geometry.index_file_size.value;
+            Some(crate::format::dledger::index::write_index(l, &p, size)?.units)
+        }
+        None => None,
+    };
+    if !opts.consumequeue && !opts.index {
+        return Ok(RebuildSummary {
+            dledger_index_units,
+            end_offset: src.store.commitlog.min_offset(),
+            ..Default::default()
+        });
+    }
     let done = AtomicU64::new(0);
     // one walk: the rayon workers check the records, this thread writes the queues in order,
     // a second one indexes
@@ -805,8 +846,20 @@ pub fn rebuild_from(
     summary.end_offset = end.end_offset;
     summary.stopped_early = end.stopped_early;
     summary.records_after_stop = end.records_after_stop;
+    summary.dledger_index_units = dledger_index_units;
     progress(summary.bytes);
     Ok(summary)
+}
+
+/// Where a DLedger-mode store keeps its DLedger index, relative to the store root
+/// (`dledger-<selfId>/index`).
+pub fn dledger_index_dir(l: &crate::format::dledger::DledgerLayout) -> std::path::PathBuf {
+    Path::new(&format!(
+        "{}{}",
+        crate::format::dledger::DIR_PREFIX,
+        l.self_id
+    ))
+    .join(crate::format::dledger::INDEX_DIR)
 }
 
 /// What a rebuild from `src` would give, writing nothing: the consume queues' bounds, record and

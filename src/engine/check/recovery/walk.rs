@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::engine::store::dispatch::SCHEDULE_TOPIC;
 use crate::format::bytes::i32_at;
-use crate::format::commitlog::read::{parse_record, Record, Segment};
+use crate::format::commitlog::read::{parse_record, Record, Segment, SegmentKind};
 use crate::format::commitlog::walk::{RecordIter, SegmentEnd};
 use crate::format::commitlog::{prop, MessageRef, TransactionType, MAGIC_V1, MAGIC_V2};
 use crate::format::error::Error;
@@ -249,10 +249,15 @@ pub fn has_index_keys(m: &MessageRef<'_>) -> bool {
     })
 }
 
-/// The position of the next record (or of a blank that fills the file) at or after `from`:
-/// a message magic whose record parses and whose PHYSICALOFFSET is its position, or a blank
-/// magic whose TOTALSIZE is exactly the bytes left.
-pub fn resync(buf: &[u8], from: usize, file_start: u64) -> Option<usize> {
+/// The walk position of the next record (or of a blank that fills the file) at or after `from`
+/// in `buf`, the bytes of `seg`: a message magic whose record parses and whose PHYSICALOFFSET
+/// is its position, or a blank magic whose TOTALSIZE is exactly the bytes left. In a DLedger
+/// file, the next entry whose header and wrapped record both say where they are.
+pub fn resync(buf: &[u8], from: usize, seg: &Segment) -> Option<usize> {
+    if seg.kind == SegmentKind::Dledger {
+        return resync_entry(buf, from, seg);
+    }
+    let file_start = seg.start;
     let mut q = from;
     loop {
         let cand = crate::format::commitlog::read::next_magic(buf, q, true)?;
@@ -265,6 +270,22 @@ pub fn resync(buf: &[u8], from: usize, file_start: u64) -> Option<usize> {
             }
             _ => q = cand + 1,
         }
+    }
+}
+
+/// [`resync`] in a DLedger data file: found by the wrapped record's magic, one forward pass.
+fn resync_entry(buf: &[u8], from: usize, seg: &Segment) -> Option<usize> {
+    let header = seg.header_len();
+    let mut q = from.checked_add(header)?;
+    loop {
+        let cand = crate::format::commitlog::read::next_magic(buf, q, false)?;
+        let at = cand - header;
+        if let Ok(Record::Message(m)) = seg.record_at(buf, at, false) {
+            if m.physical_offset == (seg.start + cand as u64) as i64 {
+                return Some(at);
+            }
+        }
+        q = cand + 1;
     }
 }
 
@@ -293,7 +314,10 @@ pub fn walk_on<F>(
 where
     F: FnMut(&MessageRef<'_>, RecordPlace),
 {
+    // A DLedger log's uncommitted entries are not the broker's data: the walk ends before them.
+    let buf = seg.served(buf);
     let len = buf.len();
+    let from = from.min(len);
     let mut w = match before {
         Some(w) => FileWalk {
             len: len as u64,
@@ -307,7 +331,7 @@ where
     // The broker's record walk from `pos`; where it ends (a blank, zeros, a record that does not
     // parse) recovery's own rules decide whether and where a new walk takes up again.
     loop {
-        let mut records = RecordIter::starting_at(buf, &seg.path, seg.start, pos, false);
+        let mut records = RecordIter::starting_at(buf, seg, pos, false);
         let mut error = None;
         for r in records.by_ref() {
             match r {
@@ -342,9 +366,9 @@ where
                     }
                     break;
                 };
-                match resync(buf, at + z.saturating_sub(3), seg.start) {
+                match resync(buf, at + z.saturating_sub(3), seg) {
                     // Records follow the zeros: a hole, not the end.
-                    Some(next) if !is_stale(buf, next, seg.start, &w) => {
+                    Some(next) if !is_stale(buf, next, seg, &w) => {
                         w.problem(WalkProblem::ZeroHole {
                             pos: at as u64,
                             len: (next - at) as u64,
@@ -365,9 +389,9 @@ where
             }
             SegmentEnd::Corrupt { pos: at } => {
                 pos = at;
-                let next = resync(buf, at + 1, seg.start);
-                let live_after = next.is_some_and(|n| !is_stale(buf, n, seg.start, &w));
-                let magic = i32_at(buf, at + 4);
+                let next = resync(buf, at + 1, seg);
+                let live_after = next.is_some_and(|n| !is_stale(buf, n, seg, &w));
+                let magic = i32_at(buf, at + seg.header_len() + 4);
                 let looks_like_record = magic == Some(MAGIC_V1) || magic == Some(MAGIC_V2);
                 if !live_after && !looks_like_record {
                     // Bytes that are not a record, with nothing live after them: the end of the
@@ -422,8 +446,8 @@ fn on_record<F>(
 ) where
     F: FnMut(&MessageRef<'_>, RecordPlace),
 {
-    let pos = (m.position - seg.start) as usize;
-    let size = m.raw.len();
+    let pos = seg.walk_pos((m.position - seg.start) as usize);
+    let size = seg.header_len() + m.raw.len();
     let mut bad = None;
     if m.topic == SCHEDULE_TOPIC {
         if let Some(d) = m.property(prop::DELAY) {
@@ -457,7 +481,7 @@ fn on_record<F>(
         w.bytes += size as u64;
         w.last_record_pos = Some(pos as u64);
         w.last_store_timestamp = m.store_timestamp;
-        let at = seg.start.saturating_add(pos as u64);
+        let at = m.position;
         if at >= o.keyed_from && has_index_keys(m) {
             w.keyed_from_count += 1;
         }
@@ -474,8 +498,8 @@ fn on_record<F>(
 
 /// True when the record at `at` is older than the last good record of the walk so far: left
 /// behind by an earlier truncation rather than live data.
-fn is_stale(buf: &[u8], at: usize, file_start: u64, w: &FileWalk) -> bool {
-    match parse_record(buf, at, file_start, false) {
+fn is_stale(buf: &[u8], at: usize, seg: &Segment, w: &FileWalk) -> bool {
+    match seg.record_at(buf, at, false) {
         Ok(Record::Message(m)) => w.records > 0 && m.store_timestamp < w.last_store_timestamp,
         _ => false,
     }
@@ -483,7 +507,6 @@ fn is_stale(buf: &[u8], at: usize, file_start: u64, w: &FileWalk) -> bool {
 
 /// Record non-zero bytes from `from` to the end of `buf`, counting stale records in them.
 fn dirty_tail(buf: &[u8], from: usize, seg: &Segment, w: &mut FileWalk) {
-    let file_start = seg.start;
     let Some(rest) = buf.get(from..) else { return };
     let Some(z) = first_nonzero_from(buf, from, &seg.path).map(|p| p - from) else {
         return;
@@ -491,11 +514,11 @@ fn dirty_tail(buf: &[u8], from: usize, seg: &Segment, w: &mut FileWalk) {
     let end = crate::format::indexfile::last_nonzero(rest).map_or(z, |l| l + 1);
     let mut stale = 0u64;
     let mut q = from + z.saturating_sub(3);
-    while let Some(n) = resync(buf, q, file_start) {
-        match parse_record(buf, n, file_start, false) {
+    while let Some(n) = resync(buf, q, seg) {
+        match seg.record_at(buf, n, false) {
             Ok(Record::Message(m)) => {
                 stale += 1;
-                q = n + m.raw.len();
+                q = seg.after(n, &m);
             }
             _ => break,
         }

@@ -331,19 +331,17 @@ pub(super) fn damage_of(
                 pos + len,
                 "zeros where a record should start, records after them".to_string(),
             ),
-            WalkProblem::BadRecord { pos, detail } => {
-                match resync(&map, *pos as usize + 1, seg.start) {
-                    Some(n) => (
-                        *pos,
-                        n as u64,
-                        format!("a record that does not parse: {detail}"),
-                    ),
-                    None => {
-                        broken = Some(*pos);
-                        break;
-                    }
+            WalkProblem::BadRecord { pos, detail } => match resync(&map, *pos as usize + 1, seg) {
+                Some(n) => (
+                    *pos,
+                    n as u64,
+                    format!("a record that does not parse: {detail}"),
+                ),
+                None => {
+                    broken = Some(*pos);
+                    break;
                 }
-            }
+            },
             WalkProblem::BadDelay { pos, .. } => {
                 broken = Some(*pos);
                 break;

@@ -249,6 +249,7 @@ pub fn fixed_geometry(store: &Store) -> GeometryInputs {
             index_slots: Some(g.index_slots.value),
             index_entries: Some(g.index_entries.value),
             delay_levels: Some(g.delay_levels.value.clone()),
+            dledger_peers: None,
         },
         ..Default::default()
     }

@@ -254,7 +254,7 @@ fn read_time_from_copies(store: &Store) -> Result<i64> {
     let mut latest: Option<i64> = None;
     for seg in &store.commitlog.segments {
         let map = seg.map()?;
-        for m in RecordIter::new(&map, &seg.path, seg.start, false) {
+        for m in RecordIter::new(&map, seg, false) {
             let Ok(m) = m else { break };
             if m.topic == TIMER_TOPIC || m.property(prop::TIMER_DEQUEUE_MS).is_none() {
                 continue;

@@ -133,7 +133,7 @@ pub(super) fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
     };
     let piece_size = file_piece_size(ctx.opts.piece_size, &store.commitlog.segments, i);
     let (from, to, before) = match span {
-        Span::Piece(piece, _) => match piece_span(&map, seg.start, piece_size, piece) {
+        Span::Piece(piece, _) => match piece_span(&map, seg, piece_size, piece) {
             Some((from, to)) => (from, to, None),
             None => return empty(sink, None),
         },

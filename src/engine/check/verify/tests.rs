@@ -148,7 +148,7 @@ fn fast_index_keys_agree_with_dispatch() {
         let store = fixture(name);
         for seg in &store.commitlog.segments {
             let map = Mapped::open(&seg.path).unwrap();
-            for m in RecordIter::new(&map, &seg.path, seg.start, true) {
+            for m in RecordIter::new(&map, seg, true) {
                 let m = m.unwrap();
                 let d = index_keys(&m);
                 let p = Props::of(&m);

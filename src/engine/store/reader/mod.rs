@@ -221,6 +221,10 @@ impl<'s> Reader<'s> {
         let Some(seg) = self.store.commitlog.segments.get(i) else {
             return Ok(None);
         };
+        // an uncommitted DLedger entry's record is not the broker's to serve
+        if seg.uncommitted(offset) {
+            return Ok(None);
+        }
         let buf = match self.maps.get(i) {
             Some(Ok(m)) => &m[..],
             Some(Err(e)) => return Err(Error::Unmapped(Arc::clone(e))),
@@ -258,6 +262,7 @@ impl<'s> Reader<'s> {
         let off = offset as u64;
         let (i, pos) = match self.segment_index(off) {
             Some(i) => match self.store.commitlog.segments.get(i) {
+                Some(seg) if seg.uncommitted(off) => return -1,
                 Some(seg) => (i, off - seg.start),
                 None => return -1,
             },
@@ -654,10 +659,9 @@ mod tests {
         let store = fixture("store-4.9");
         for seg in &store.commitlog.segments {
             let map = Mapped::open(&seg.path).unwrap();
-            let mapped: Vec<u64> =
-                crate::format::commitlog::RecordIter::new(&map, &seg.path, seg.start, true)
-                    .map(|r| r.unwrap().position)
-                    .collect();
+            let mapped: Vec<u64> = crate::format::commitlog::RecordIter::new(&map, seg, true)
+                .map(|r| r.unwrap().position)
+                .collect();
             let mut walked = Vec::new();
             let w = walk_segment(seg, 0, true, |m| {
                 walked.push(m.position);
