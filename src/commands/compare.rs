@@ -178,7 +178,8 @@ fn open_export(a: &CompareArgs, first_store: &Path) -> anyhow::Result<Option<Exp
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "lost.jsonl".into());
         let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let f = std::fs::File::create(&tmp).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
+        let f =
+            std::fs::File::create(&tmp).map_err(|e| anyhow::anyhow!("{}: {e}", tmp.display()))?;
         return Ok(Some(ExportOut::Lines {
             tmp,
             path: path.clone(),
@@ -352,7 +353,10 @@ fn write_store(out: &mut dyn Write, s: &StoreSide, keeper: usize) -> std::io::Re
     if let Some(b) = &s.before_keeper {
         write_tally(
             out,
-            &format!("older than store {}'s first file (not counted as lost)", keeper + 1),
+            &format!(
+                "older than store {}'s first file (not counted as lost)",
+                keeper + 1
+            ),
             b,
         )?;
     }
@@ -431,7 +435,9 @@ fn write_report(
             "config: {} {}{}: store {} {}, store {} {}",
             c.file,
             c.name,
-            c.queue_id.map(|q| format!(" queue {q}")).unwrap_or_default(),
+            c.queue_id
+                .map(|q| format!(" queue {q}"))
+                .unwrap_or_default(),
             c.store + 1,
             c.store_value.as_deref().unwrap_or("missing"),
             c.against + 1,
@@ -455,10 +461,7 @@ fn write_report(
             e.out,
             e.format,
             if e.not_exported > 0 {
-                format!(
-                    "; {} transaction op record(s) not exported",
-                    e.not_exported
-                )
+                format!("; {} transaction op record(s) not exported", e.not_exported)
             } else {
                 String::new()
             }

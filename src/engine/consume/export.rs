@@ -465,7 +465,10 @@ pub fn plan_export(engine: &Engine, opts: &ExportOptions) -> Result<ExportPlan, 
 /// properties are kept byte for byte; when the topic changed, [`EXPORT_SOURCE_PROPERTY`] and
 /// [`EXPORT_STORED_TOPIC_PROPERTY`] are added. `None` when the record cannot be read.
 pub fn resend_message(engine: &Engine, item: &ExportItem) -> Option<Message> {
-    Some(resend_record(engine.message_at(item.commitlog_offset)?, item))
+    Some(resend_record(
+        engine.message_at(item.commitlog_offset)?,
+        item,
+    ))
 }
 
 /// [`resend_message`] of a record already read.
@@ -693,7 +696,10 @@ impl StoreExportWriter {
     ) -> Result<StoreExport, ExportError> {
         let tmp = self.tmp.clone();
         let result = (|| -> Result<Checkpoint, ExportError> {
-            let w = self.writer.take().expect("finish is called once, on a live writer");
+            let w = self
+                .writer
+                .take()
+                .expect("finish is called once, on a live writer");
             let mut tc = TopicConfigs::new(DataVersion::new(0, now));
             for (topic, n) in &self.queues {
                 let mut c = source_topics

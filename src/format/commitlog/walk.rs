@@ -287,8 +287,9 @@ impl<'a> LogCursor<'a> {
                 self.ahead = Default::default();
             }
             let Some(map) = &self.map else { break };
-            let mut it = RecordIter::starting_at(map, &seg.path, seg.start, self.pos, self.check_crc)
-                .with_read_ahead(self.ahead);
+            let mut it =
+                RecordIter::starting_at(map, &seg.path, seg.start, self.pos, self.check_crc)
+                    .with_read_ahead(self.ahead);
             let next = it.next();
             self.ahead = it.read_ahead();
             let file_end = it.end().clone();

@@ -237,9 +237,7 @@ pub fn compare(
         let Some(o) = cursors.iter().filter_map(LogCursor::offset).min() else {
             break;
         };
-        let holders: Vec<usize> = (0..n)
-            .filter(|&s| cursors[s].offset() == Some(o))
-            .collect();
+        let holders: Vec<usize> = (0..n).filter(|&s| cursors[s].offset() == Some(o)).collect();
         let mut done: Vec<usize> = Vec::new();
         for &s in &holders {
             let (Some(m), Some(file)) = (cursors[s].message(), cursors[s].file()) else {
@@ -256,8 +254,7 @@ pub fn compare(
             if done.contains(&s) {
                 continue;
             }
-            let (kind, held_by, missing_from): (OnlyKind, Vec<usize>, Vec<usize>) = if s == keeper
-            {
+            let (kind, held_by, missing_from): (OnlyKind, Vec<usize>, Vec<usize>) = if s == keeper {
                 (OnlyKind::Kept, vec![keeper], missing_here)
             } else {
                 let raw = m.raw;

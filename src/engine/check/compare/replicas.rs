@@ -181,7 +181,9 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
             if held[s].is_none() {
                 continue;
             }
-            let Some(v) = cursors[s].visit() else { continue };
+            let Some(v) = cursors[s].visit() else {
+                continue;
+            };
             let w = &mut walked[s];
             w.first_index.get_or_insert(v.header.index);
             w.last = Some(v.header);
@@ -298,10 +300,14 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
         let Some(i) = cursors.iter().filter_map(index_at).min() else {
             break;
         };
-        let holders: Vec<usize> = (0..n).filter(|&s| index_at(&cursors[s]) == Some(i)).collect();
+        let holders: Vec<usize> = (0..n)
+            .filter(|&s| index_at(&cursors[s]) == Some(i))
+            .collect();
         let mut done: Vec<usize> = Vec::new();
         for &s in &holders {
-            let Some(c) = cursors[s].as_ref() else { continue };
+            let Some(c) = cursors[s].as_ref() else {
+                continue;
+            };
             let Some(v) = c.visit() else { continue };
             let Some(m) = message_in(v.body, v.header.record_offset()) else {
                 continue;
@@ -427,9 +433,7 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
         let t = t.map_or("none".into(), |t| t.to_string());
         let i = i.map_or("none".into(), |i| i.to_string());
         if ties.is_empty() {
-            format!(
-                "raft elects it: its last entry has the highest term ({t}), then index ({i})"
-            )
+            format!("raft elects it: its last entry has the highest term ({t}), then index ({i})")
         } else {
             format!(
                 "raft elects it or {} (the same last entry: term {t}, index {i}); the first \

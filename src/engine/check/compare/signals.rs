@@ -58,8 +58,7 @@ fn first_record_cluster(store: &Store) -> Result<Option<String>, Error> {
     if !c.step()? {
         return Ok(None);
     }
-    Ok(c
-        .message()
+    Ok(c.message()
         .and_then(|m| m.property(prop::CLUSTER).map(|c| c.into_owned())))
 }
 
@@ -118,7 +117,10 @@ impl BrokerSignals {
 
     /// The first signal on which `self` and `other` disagree: what, the two values and where
     /// they were read.
-    pub fn conflict(&self, other: &BrokerSignals) -> Option<(&'static str, String, String, String)> {
+    pub fn conflict(
+        &self,
+        other: &BrokerSignals,
+    ) -> Option<(&'static str, String, String, String)> {
         for (what, a, b) in [
             ("cluster", &self.cluster, &other.cluster),
             ("broker name", &self.broker_name, &other.broker_name),
@@ -132,7 +134,9 @@ impl BrokerSignals {
                     };
                     let signal = match signal.as_str() {
                         "records" => "the CLUSTER property of each store's first record".into(),
-                        "topics.json" => "the topics each broker creates for itself in topics.json".into(),
+                        "topics.json" => {
+                            "the topics each broker creates for itself in topics.json".into()
+                        }
                         _ => signal,
                     };
                     return Some((what, a.value.clone(), b.value.clone(), signal));
