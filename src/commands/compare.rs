@@ -67,7 +67,7 @@ enum ExportOut {
         w: BufWriter<std::fs::File>,
         n: usize,
     },
-    Store(StoreExportWriter),
+    Store(Box<StoreExportWriter>),
 }
 
 struct Printer<'o> {
@@ -188,10 +188,10 @@ fn open_export(a: &CompareArgs, first_store: &Path) -> anyhow::Result<Option<Exp
         }));
     }
     let store = crate::engine::Store::open_any(first_store, &a.geometry.inputs()?)?;
-    Ok(Some(ExportOut::Store(StoreExportWriter::create(
+    Ok(Some(ExportOut::Store(Box::new(StoreExportWriter::create(
         path,
         store.geometry.clone(),
-    )?)))
+    )?))))
 }
 
 /// What `--export` wrote.

@@ -169,7 +169,7 @@ pub const COMPARE: &str = "\
 Exit status: 0 nothing would be lost; 1 records would be lost (on a store that does not carry on,
 or on a DLedger replica that raft truncates, and on no store that keeps them); 2 could not run
 (fewer than two stores, one store given twice, stores of different brokers or clusters, a DLedger
-store with a normal one; --force compares the first three anyway).
+store with a normal one; --force compares one store twice, or two brokers' stores, anyway).
 
 In normal mode the store that carries on is --keep N, else the one whose log every other extends
 (the slave of an asynchronous pair), else, where the logs diverged, the one written last. In a

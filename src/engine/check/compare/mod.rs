@@ -70,19 +70,8 @@ pub enum CompareError {
         second: PathBuf,
         why: &'static str,
     },
-    #[error(
-        "{} and {} are stores of different brokers: {what} {a:?} against {b:?} (from {signal}); \
-         --force compares them anyway",
-        .first.display(), .second.display()
-    )]
-    DifferentBrokers {
-        first: PathBuf,
-        second: PathBuf,
-        what: &'static str,
-        a: String,
-        b: String,
-        signal: String,
-    },
+    #[error(transparent)]
+    DifferentBrokers(Box<BrokerConflict>),
     #[error(
         "{} is a DLedger-mode store and {} is not: the replicas of a DLedger group are compared \
          with each other, a master with its slaves",
@@ -95,6 +84,22 @@ pub enum CompareError {
     KeepInDledger,
     #[error(transparent)]
     Store(#[from] Error),
+}
+
+/// Two stores that look like different brokers, and what says so.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} and {} are stores of different brokers: {what} {a:?} against {b:?} (from {signal}); \
+     --force compares them anyway",
+    .first.display(), .second.display()
+)]
+pub struct BrokerConflict {
+    pub first: PathBuf,
+    pub second: PathBuf,
+    pub what: &'static str,
+    pub a: String,
+    pub b: String,
+    pub signal: String,
 }
 
 /// How a record is only in some stores.
@@ -245,14 +250,14 @@ pub fn open(
         for i in 0..stores.len() {
             for j in i + 1..stores.len() {
                 if let Some((what, a, b, signal)) = signals[i].conflict(&signals[j]) {
-                    return Err(CompareError::DifferentBrokers {
+                    return Err(CompareError::DifferentBrokers(Box::new(BrokerConflict {
                         first: stores[i].root.clone(),
                         second: stores[j].root.clone(),
                         what,
                         a,
                         b,
                         signal,
-                    });
+                    })));
                 }
             }
         }

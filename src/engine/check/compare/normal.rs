@@ -77,10 +77,7 @@ pub fn compare(
         c.step()?;
     }
     let mut every_pair_diverged = n < 2;
-    loop {
-        let Some(o) = cursors.iter().filter_map(LogCursor::offset).min() else {
-            break;
-        };
+    while let Some(o) = cursors.iter().filter_map(LogCursor::offset).min() {
         let held: Vec<Option<&[u8]>> = cursors
             .iter()
             .map(|c| if c.offset() == Some(o) { c.raw() } else { None })
@@ -233,10 +230,7 @@ pub fn compare(
     for c in &mut cursors {
         c.step()?;
     }
-    loop {
-        let Some(o) = cursors.iter().filter_map(LogCursor::offset).min() else {
-            break;
-        };
+    while let Some(o) = cursors.iter().filter_map(LogCursor::offset).min() {
         let holders: Vec<usize> = (0..n).filter(|&s| cursors[s].offset() == Some(o)).collect();
         let mut done: Vec<usize> = Vec::new();
         for &s in &holders {

@@ -148,10 +148,7 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
         c.step()?;
     }
     let index_of = |c: &EntryCursor<'_>| c.visit().map(|v| v.header.index);
-    loop {
-        let Some(i) = cursors.iter().filter_map(index_of).min() else {
-            break;
-        };
+    while let Some(i) = cursors.iter().filter_map(index_of).min() {
         let held: Vec<Option<&[u8]>> = cursors
             .iter()
             .map(|c| {
@@ -296,10 +293,7 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
         });
     }
     let index_at = |c: &Option<EntryCursor<'_>>| c.as_ref().and_then(index_of);
-    loop {
-        let Some(i) = cursors.iter().filter_map(index_at).min() else {
-            break;
-        };
+    while let Some(i) = cursors.iter().filter_map(index_at).min() {
         let holders: Vec<usize> = (0..n)
             .filter(|&s| index_at(&cursors[s]) == Some(i))
             .collect();

@@ -98,16 +98,19 @@ impl Tally {
     }
 }
 
+/// A group and its committed offset per queue id.
+type GroupQueues = (String, Vec<(i32, i64)>);
+
 /// A store's committed offsets by topic, for asking who had not consumed a record.
 #[derive(Debug, Default)]
 pub struct GroupOffsets {
-    by_topic: HashMap<String, Vec<(String, Vec<(i32, i64)>)>>,
+    by_topic: HashMap<String, Vec<GroupQueues>>,
 }
 
 impl GroupOffsets {
     pub fn read(store: &Store) -> Result<GroupOffsets, Error> {
         let offsets = load::<ConsumerOffsets>(&store.config_dir())?.value;
-        let mut by_topic: HashMap<String, Vec<(String, Vec<(i32, i64)>)>> = HashMap::new();
+        let mut by_topic: HashMap<String, Vec<GroupQueues>> = HashMap::new();
         for (topic, group, queues) in offsets.iter() {
             by_topic
                 .entry(topic.to_string())
