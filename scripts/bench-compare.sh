@@ -56,9 +56,10 @@ echo "  cut at commitlog offset $cut (the master's last record starts at $end)"
 cmp_all() {
   for f in "$slave"/commitlog/*; do cmp "$master/commitlog/$(basename "$f")" "$f" >/dev/null || true; done
 }
-echo "== cmp of the slave's commitlog files with the master's, then compare --json, three times each"
+echo "== cmp of the slave's commitlog files with the master's, then compare --json: cold, then warm three times each"
 cold
 t bash -c "$(declare -f cmp_all); master='$master' slave='$slave' cmp_all"
+cold
 t sh -c "$bin compare '$master' '$slave' --json > '$dir/compare.jsonl'" || true
 for _ in 1 2 3; do
   t bash -c "$(declare -f cmp_all); master='$master' slave='$slave' cmp_all"

@@ -418,6 +418,35 @@ fn a_promoted_slave_with_a_tail_of_its_own_keeps_it_and_the_old_masters_tail_is_
 }
 
 #[test]
+fn a_slave_that_started_at_the_masters_last_file_does_not_lose_the_older_records() {
+    let t = scratch();
+    let master = t.path().join("master");
+    gen(&master, 900, "262144");
+    let recs = records(&master);
+    let k = recs.len() - 40;
+    let slave = slave_of(&master, &t.path().join("slave"), recs[k].offset);
+    // a new slave starts at the start of its master's last file at the time
+    let first = numbered(&slave.join("commitlog"));
+    let start = first[1].0;
+    std::fs::remove_file(&first[0].1).unwrap();
+    let older = recs.iter().filter(|r| r.offset < start).count();
+    let (lines, err, code) = run(&[os(&master), os(&slave), "--json".as_ref()]);
+    assert_eq!(code, 1, "{err}");
+    let s = summary(&lines);
+    assert_eq!(s["keeper"], 2);
+    assert_eq!(s["lost_records"], 40);
+    assert_eq!(s["divergences"][0]["common_records"], (k - older) as u64);
+    let stores = of_type(&lines, "compare_store");
+    assert_eq!(stores[0]["before_keeper"]["records"], older as u64);
+    assert_eq!(
+        stores[0]["before_keeper"]["max_commitlog_offset"],
+        recs[older - 1].offset
+    );
+    assert_eq!(stores[1]["min_commitlog_offset"], start);
+    assert_eq!(of_type(&lines, "compare_record").len(), 40);
+}
+
+#[test]
 fn three_stores_count_a_record_two_of_them_hold_once() {
     let t = scratch();
     let master = t.path().join("master");
