@@ -165,6 +165,22 @@ Examples:
   rmqstore export ~/store -g OrderGroup --out /tmp/new-store
   rmqstore export ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/BcastGroup --out /tmp/b.jsonl";
 
+pub const COMPARE: &str = "\
+Exit status: 0 nothing would be lost; 1 records would be lost (on a store that does not carry on,
+or on a DLedger replica that raft truncates, and on no store that keeps them); 2 could not run
+(fewer than two stores, one store given twice, stores of different brokers or clusters, a DLedger
+store with a normal one; --force compares one store twice, or two brokers' stores, anyway).
+
+In normal mode the store that carries on is --keep N, else the one whose log every other extends
+(the slave of an asynchronous pair), else, where the logs diverged, the one written last. In a
+DLedger group raft elects the replica whose last entry has the highest term, then index.
+
+Examples:
+  rmqstore compare /data/master/store /data/slave/store
+  rmqstore compare /data/master/store /data/slave/store --export /tmp/lost.jsonl
+  rmqstore compare /data/n0/store /data/n1/store /data/n2/store --json
+  rmqstore compare /data/master/store /data/slave/store --keep 1 --export /tmp/lost-store";
+
 pub const REPLAY: &str = "\
 Exit status: 0 the run ended; 1 every message delivered failed and went to the DLQ; 2 could
 not run (or the command could not be started).
@@ -250,6 +266,7 @@ pub const ALL: &[&str] = &[
     REBUILD,
     REPAIR,
     EXPORT,
+    COMPARE,
     REPLAY,
     OFFSETS,
     CONFIG,

@@ -2,6 +2,7 @@
 //! Presentation only; exit statuses come from [`exit::ExitStatus`].
 
 pub mod client_dir;
+pub mod compare;
 pub mod completions;
 pub mod config;
 pub mod dump;
@@ -105,6 +106,9 @@ pub enum Command {
     /// Show or edit the topic and subscription-group config (plan first, --apply writes).
     #[command(after_help = help::CONFIG)]
     Config(config::ConfigArgs),
+    /// What a failover lost: a master against its slaves, or the replicas of a DLedger group.
+    #[command(after_help = help::COMPARE)]
+    Compare(compare::CompareArgs),
     /// Check every invariant of a store; --explain-recovery says what the broker's next start does.
     #[command(after_help = help::VERIFY)]
     Verify(verify::VerifyArgs),
@@ -203,6 +207,7 @@ fn command_name(c: &Command) -> String {
         Command::Tui(_) => "tui",
         Command::Offsets(_) => "offsets",
         Command::Config(_) => "config",
+        Command::Compare(_) => "compare",
         Command::Verify(_) => "verify",
         Command::Serve(_) => "serve",
         Command::Completions(_) => "completions",
@@ -231,6 +236,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Tui(a) => tui::run(&a, &mut out),
         Command::Offsets(a) => offsets::run(&a, &mut out),
         Command::Config(a) => config::run(&a, &mut out),
+        Command::Compare(a) => compare::run(&a, &mut out),
         Command::Verify(a) => verify::run(&a, &mut out),
         Command::Serve(a) => serve::run(&a, &mut out),
         Command::Completions(a) => completions::run(&a, &mut out),

@@ -170,7 +170,7 @@ fn read_byte(buf: &[u8], at: usize) {
 /// stop at page boundaries). A prefetch into a page that is not mapped yet is dropped, so the
 /// first byte of each block the kernel maps at once is read instead: the block is mapped a few
 /// KiB before the walk gets there, and the prefetches into it count.
-#[derive(Default)]
+#[derive(Debug, Default, Clone, Copy)]
 pub struct ReadAhead {
     next: usize,
 }

@@ -45,6 +45,9 @@ enum Line {
     DledgerInfo(DledgerInfo),
     DledgerEntry(DledgerEntry),
     DledgerIndex(DledgerIndex),
+    CompareRecord(CompareRecord),
+    CompareStore(CompareStore),
+    ConfigDifference(ConfigDifference),
     Note(Note),
     Error(ErrorLine),
     Summary(Summary),
@@ -79,6 +82,9 @@ impl Line {
             Line::DledgerInfo(_) => "dledger_info",
             Line::DledgerEntry(_) => "dledger_entry",
             Line::DledgerIndex(_) => "dledger_index",
+            Line::CompareRecord(_) => "compare_record",
+            Line::CompareStore(_) => "compare_store",
+            Line::ConfigDifference(_) => "config_difference",
             Line::Note(_) => "note",
             Line::Error(_) => "error",
             Line::Summary(_) => "summary",
@@ -769,6 +775,180 @@ enum Summary {
     DumpTimercheck(DumpCheckpointSummary),
     #[serde(rename = "dump dledger")]
     DumpDledger(DumpDledgerSummary),
+    #[serde(rename = "compare")]
+    Compare(CompareSummary),
+}
+
+// compare
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareRecord {
+    kind: String,
+    store: usize,
+    held_by: Vec<usize>,
+    missing_from: Vec<usize>,
+    commitlog_offset: u64,
+    size: i32,
+    topic: String,
+    queue_id: i32,
+    queue_offset: i64,
+    store_timestamp: i64,
+    msg_id: String,
+    uniq_key: Option<String>,
+    keys: Vec<String>,
+    tags: Option<String>,
+    unconsumed_by: Vec<String>,
+    dledger_index: Option<i64>,
+    dledger_term: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareStore {
+    store: usize,
+    root: String,
+    mode: String,
+    role: String,
+    min_commitlog_offset: Option<u64>,
+    max_commitlog_offset: Option<u64>,
+    records: u64,
+    bytes: u64,
+    first_store_timestamp: Option<i64>,
+    last_store_timestamp: Option<i64>,
+    file_size: Option<u64>,
+    stopped: Option<String>,
+    cluster: Option<BrokerSignal>,
+    broker_name: Option<BrokerSignal>,
+    only: CompareTally,
+    before_keeper: Option<CompareTally>,
+    dledger: Option<CompareReplica>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct BrokerSignal {
+    value: String,
+    source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareTally {
+    records: u64,
+    bytes: u64,
+    min_commitlog_offset: Option<u64>,
+    max_commitlog_offset: Option<u64>,
+    min_store_timestamp: Option<i64>,
+    max_store_timestamp: Option<i64>,
+    queues: Vec<CompareQueue>,
+    unconsumed: Vec<CompareGroup>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareQueue {
+    topic: String,
+    queue_id: i32,
+    records: u64,
+    bytes: u64,
+    min_queue_offset: i64,
+    max_queue_offset: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareGroup {
+    group: String,
+    records: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareReplica {
+    self_id: String,
+    current_term: Option<i64>,
+    vote_leader: Option<String>,
+    ledger_begin_index: Option<i64>,
+    ledger_end_index: Option<i64>,
+    ledger_end_term: Option<i64>,
+    committed_index: Option<i64>,
+    entries: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct ConfigDifference {
+    store: usize,
+    against: usize,
+    file: String,
+    name: String,
+    queue_id: Option<i32>,
+    store_value: Option<String>,
+    against_value: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareSummary {
+    mode: String,
+    stores: usize,
+    keeper: usize,
+    keeper_reason: String,
+    divergences: Vec<CompareDivergence>,
+    truncations: Vec<CompareTruncation>,
+    config_differences: usize,
+    lost_records: u64,
+    lost_bytes: u64,
+    export: Option<CompareExport>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareDivergence {
+    store: usize,
+    against: usize,
+    commitlog_offset: Option<u64>,
+    index: Option<i64>,
+    kind: String,
+    field: Option<String>,
+    common_records: u64,
+    common_bytes: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareTruncation {
+    store: usize,
+    leader: usize,
+    keeps_to_index: Option<i64>,
+    drops_entries: u64,
+    drops_from_index: Option<i64>,
+    drops_to_index: Option<i64>,
+    drops_committed: u64,
+    appends_entries: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareExport {
+    out: String,
+    format: String,
+    messages: u64,
+    by_source: Object,
+    not_exported: u64,
 }
 
 // DLedger-mode stores
@@ -1066,6 +1246,7 @@ impl Summary {
             Summary::DumpTimerwheel(_) => "dump timerwheel",
             Summary::DumpTimercheck(_) => "dump timercheck",
             Summary::DumpDledger(_) => "dump dledger",
+            Summary::Compare(_) => "compare",
         }
     }
 }
@@ -1817,6 +1998,50 @@ fn every_command_on_the_fixtures_fits_the_schema() {
 }
 
 #[test]
+fn compare_fits_the_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = fixture("store-4.9");
+    // a slave that got as far as the start of the master's last file, with a topic of its own
+    let slave = tmp.path().join("slave");
+    copy_tree(&store, &slave);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(slave.join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    std::fs::remove_file(files.last().unwrap()).unwrap();
+    let cfg = slave.join("config");
+    let mut topics = rmqstore::format::config::load::<rmqstore::format::config::TopicConfigs>(&cfg)
+        .unwrap()
+        .value;
+    topics.insert(rmqstore::format::config::TopicConfig::new("SlaveOnlyTopic"));
+    rmqstore::format::config::save(&cfg, &topics).unwrap();
+    let lost = tmp.path().join("lost.jsonl");
+    let r = run!(
+        "compare",
+        store.as_os_str(),
+        slave.as_os_str(),
+        "--export",
+        lost.as_os_str(),
+        "--json",
+    );
+    assert_eq!(r.code, 1);
+    let Summary::Compare(c) = r.report(
+        "compare",
+        &["compare_record", "compare_store", "config_difference"],
+    ) else {
+        unreachable!()
+    };
+    assert!(c.lost_records > 0 && c.export.is_some());
+    for l in std::fs::read_to_string(&lost).unwrap().lines() {
+        assert!(matches!(
+            parse(l, &["compare export".into()], "file"),
+            Line::Message(_)
+        ));
+    }
+}
+
+#[test]
 fn writing_commands_and_a_damaged_store_fit_the_schema() {
     every_writer(&fixture("store-4.9"), "OrderGroup");
 }
@@ -2030,6 +2255,22 @@ fn the_dledger_stores_fit_the_schema() {
             "--json"
         )
         .report("rebuild", &[]);
+        // against a copy without its last data file: it lags, and is appended to
+        let tmp = tempfile::tempdir().unwrap();
+        let copy = tmp.path().join("copy");
+        copy_tree(&dir.join("store"), &copy);
+        let data = copy.join("dledger-n0").join("data");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&data)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        std::fs::remove_file(files.last().unwrap()).unwrap();
+        let r = run!("compare", s, copy.as_os_str(), "--json");
+        let Summary::Compare(c) = r.report("compare", &["compare_store"]) else {
+            unreachable!()
+        };
+        assert_eq!(c.truncations.len(), 1, "{name}");
     }
 }
 
@@ -2236,6 +2477,18 @@ fn docs_name_every_field_of_every_type() {
         (t("dledger_entry"), fields_of::<DledgerGap>()),
         (t("dledger_index"), fields_of::<DledgerIndex>()),
         (sm("dump dledger"), fields_of::<DumpDledgerSummary>()),
+        (t("compare_record"), fields_of::<CompareRecord>()),
+        (t("compare_store"), fields_of::<CompareStore>()),
+        (t("compare_store"), fields_of::<BrokerSignal>()),
+        (t("compare_store"), fields_of::<CompareTally>()),
+        (t("compare_store"), fields_of::<CompareQueue>()),
+        (t("compare_store"), fields_of::<CompareGroup>()),
+        (t("compare_store"), fields_of::<CompareReplica>()),
+        (t("config_difference"), fields_of::<ConfigDifference>()),
+        (sm("compare"), fields_of::<CompareSummary>()),
+        (sm("compare"), fields_of::<CompareDivergence>()),
+        (sm("compare"), fields_of::<CompareTruncation>()),
+        (sm("compare"), fields_of::<CompareExport>()),
     ];
     let mut missing = Vec::new();
     for (heading, fields) in &sections {
@@ -2275,6 +2528,9 @@ fn docs_name_every_field_of_every_type() {
         "dledger_info",
         "dledger_entry",
         "dledger_index",
+        "compare_record",
+        "compare_store",
+        "config_difference",
         "note",
         "error",
         "summary",

@@ -7,6 +7,7 @@ mod common;
 mod admin;
 mod ali_ons;
 mod cli;
+mod compare;
 mod corrupt;
 mod damage;
 mod dledger;

@@ -465,7 +465,14 @@ pub fn plan_export(engine: &Engine, opts: &ExportOptions) -> Result<ExportPlan, 
 /// properties are kept byte for byte; when the topic changed, [`EXPORT_SOURCE_PROPERTY`] and
 /// [`EXPORT_STORED_TOPIC_PROPERTY`] are added. `None` when the record cannot be read.
 pub fn resend_message(engine: &Engine, item: &ExportItem) -> Option<Message> {
-    let mut msg = engine.message_at(item.commitlog_offset)?;
+    Some(resend_record(
+        engine.message_at(item.commitlog_offset)?,
+        item,
+    ))
+}
+
+/// [`resend_message`] of a record already read.
+pub fn resend_record(mut msg: Message, item: &ExportItem) -> Message {
     if item.source == ExportSource::Timer {
         let trailing = Properties(&msg.properties).has_trailing_separator();
         let mut pairs = property_pairs(&msg.properties);
@@ -500,7 +507,57 @@ pub fn resend_message(engine: &Engine, item: &ExportItem) -> Option<Message> {
     if msg.topic.len() > i8::MAX as usize {
         msg.version = MessageVersion::V2;
     }
-    Some(msg)
+    msg
+}
+
+/// Where a record stored in `topic` is found, as an export names it: a `%RETRY%` or `%DLQ%`
+/// topic, `SCHEDULE_TOPIC_XXXX`, the transaction half topic, the 5.x timer topic, or a topic.
+pub fn source_of_topic(topic: &str) -> ExportSource {
+    if topic.starts_with(RETRY_PREFIX) {
+        ExportSource::Retry
+    } else if topic.starts_with(DLQ_PREFIX) {
+        ExportSource::Dlq
+    } else if topic == crate::engine::store::dispatch::SCHEDULE_TOPIC {
+        ExportSource::Delayed
+    } else if topic == crate::engine::store::dispatch::TRANS_HALF_TOPIC {
+        ExportSource::Transaction
+    } else if topic == crate::format::timer::TIMER_TOPIC {
+        ExportSource::Timer
+    } else {
+        ExportSource::Topic
+    }
+}
+
+/// The item of a record handed on whole, outside any group's queues (a record only one store
+/// holds): where it was found and where to send it again, by its topic. `None` for a record
+/// that is the broker's own bookkeeping and is not sent again (a transaction op record).
+pub fn item_of_record(m: &MessageRef<'_>) -> Option<ExportItem> {
+    if m.topic == crate::engine::store::dispatch::TRANS_OP_HALF_TOPIC {
+        return None;
+    }
+    let source = source_of_topic(&m.topic);
+    let facts = Facts::of(m);
+    let (resend_topic, resend_queue_id) = resend_target(source, &facts);
+    let due = match source {
+        ExportSource::Timer => m
+            .property(prop::TIMER_OUT_MS)
+            .and_then(|v| v.trim().parse::<i64>().ok()),
+        _ => None,
+    };
+    Some(ExportItem {
+        source,
+        queue_topic: m.topic.to_string(),
+        queue_id: m.queue_id,
+        queue_offset: m.queue_offset,
+        commitlog_offset: m.position as i64,
+        size: m.total_size,
+        resend_topic,
+        resend_queue_id,
+        origin_message_id: facts.origin,
+        uniq_key: facts.uniq_key,
+        due,
+        transaction_state: None,
+    })
 }
 
 /// What [`write_store`] wrote.
@@ -523,101 +580,167 @@ pub fn write_store(
     items: &[ExportItem],
     dir: &Path,
 ) -> Result<StoreExport, ExportError> {
-    if dir.exists() {
-        let empty = dir.is_dir()
-            && std::fs::read_dir(dir)
-                .map_err(|e| Error::io(dir, e))?
-                .next()
-                .is_none();
-        if !empty {
-            return Err(ExportError::OutputExists(dir.to_path_buf()));
+    let mut w = StoreExportWriter::create(dir, engine.source().geometry.clone())?;
+    let mut skipped = 0;
+    let pushed = (|| -> Result<(), ExportError> {
+        for item in items {
+            match resend_message(engine, item) {
+                Some(msg) => w.push(msg)?,
+                None => skipped += 1,
+            }
         }
+        Ok(())
+    })();
+    if let Err(e) = pushed {
+        w.abandon();
+        return Err(e);
     }
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "export".into());
-    let tmp = dir.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
-    }
-    // Marked while written: a killed run leaves a folder every read command refuses.
-    let result = crate::engine::store::safedir::mark_stage(&tmp)
-        .map_err(ExportError::from)
-        .and_then(|()| write_into(engine, items, &tmp))
-        .and_then(|s| {
-            crate::engine::store::safedir::unmark_stage(&tmp)?;
-            Ok(s)
-        });
-    let mut summary = match result {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&tmp);
-            return Err(e);
-        }
-    };
-    if dir.exists() {
-        std::fs::remove_dir(dir).map_err(|e| Error::io(dir, e))?;
-    }
-    std::fs::rename(&tmp, dir).map_err(|e| Error::io(dir, e))?;
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if let Ok(d) = std::fs::File::open(parent) {
-            let _ = d.sync_all();
-        }
-    }
-    summary.dir = dir.to_path_buf();
+    let mut summary = w.finish(engine.topic_configs(), engine.now())?;
+    summary.skipped = skipped;
     Ok(summary)
 }
 
-fn write_into(
-    engine: &Engine,
-    items: &[ExportItem],
-    root: &Path,
-) -> Result<StoreExport, ExportError> {
-    let mut w = StoreWriter::create(
-        root,
-        WriterOptions {
-            geometry: engine.source().geometry.clone(),
-            consumequeue: true,
-            index: true,
-            index_naming: IndexNaming::Local,
-        },
-    )?;
-    let mut records = 0;
-    let mut skipped = 0;
-    let mut queues: std::collections::BTreeMap<String, i32> = Default::default();
-    for item in items {
-        let Some(msg) = resend_message(engine, item) else {
-            skipped += 1;
-            continue;
+/// A new store written one message at a time (an export that streams): built in a sibling temp
+/// directory marked as a stage, renamed into place by [`StoreExportWriter::finish`].
+pub struct StoreExportWriter {
+    dir: PathBuf,
+    tmp: PathBuf,
+    writer: Option<StoreWriter>,
+    records: usize,
+    queues: std::collections::BTreeMap<String, i32>,
+}
+
+impl StoreExportWriter {
+    /// Start the store for `dir` (which must not exist, or be an empty directory).
+    pub fn create(
+        dir: &Path,
+        geometry: crate::format::geometry::Geometry,
+    ) -> Result<Self, ExportError> {
+        if dir.exists() {
+            let empty = dir.is_dir()
+                && std::fs::read_dir(dir)
+                    .map_err(|e| Error::io(dir, e))?
+                    .next()
+                    .is_none();
+            if !empty {
+                return Err(ExportError::OutputExists(dir.to_path_buf()));
+            }
+        }
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "export".into());
+        let tmp = dir.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        }
+        // Marked while written: a killed run leaves a folder every read command refuses.
+        let opened = crate::engine::store::safedir::mark_stage(&tmp)
+            .map_err(ExportError::from)
+            .and_then(|()| {
+                StoreWriter::create(
+                    &tmp,
+                    WriterOptions {
+                        geometry,
+                        consumequeue: true,
+                        index: true,
+                        index_naming: IndexNaming::Local,
+                    },
+                )
+                .map_err(ExportError::from)
+            });
+        match opened {
+            Ok(w) => Ok(StoreExportWriter {
+                dir: dir.to_path_buf(),
+                tmp,
+                writer: Some(w),
+                records: 0,
+                queues: Default::default(),
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Err(e)
+            }
+        }
+    }
+
+    /// Append one message (as [`resend_record`] makes it).
+    pub fn push(&mut self, msg: Message) -> Result<(), ExportError> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
         };
-        let q = queues.entry(msg.topic.clone()).or_insert(0);
+        let q = self.queues.entry(msg.topic.clone()).or_insert(0);
         *q = (*q).max(msg.queue_id.saturating_add(1));
         w.append(msg)?;
-        records += 1;
+        self.records += 1;
+        Ok(())
     }
-    let now = engine.now();
-    let mut tc = TopicConfigs::new(DataVersion::new(0, now));
-    for (topic, n) in &queues {
-        let mut c = engine
-            .topic_configs()
-            .get(topic)
-            .cloned()
-            .unwrap_or_else(|| TopicConfig::new(topic.clone()));
-        c.read_queue_nums = c.read_queue_nums.max(*n);
-        c.write_queue_nums = c.write_queue_nums.max(*n);
-        tc.insert(c);
+
+    /// Messages pushed so far.
+    pub fn records(&self) -> usize {
+        self.records
     }
-    w.write_config(&tc)?;
-    let checkpoint = w.finish()?;
-    crate::engine::store::safedir::sync_tree(root)?;
-    Ok(StoreExport {
-        dir: root.to_path_buf(),
-        records,
-        skipped,
-        topics: queues.into_keys().collect(),
-        checkpoint: Some(checkpoint),
-    })
+
+    /// Remove what was written.
+    pub fn abandon(mut self) {
+        self.writer = None;
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+
+    /// Write `topics.json` (every target topic, with `source_topics`' config where it has one,
+    /// data version stamped `now`), the checkpoint, and move the store into place.
+    pub fn finish(
+        mut self,
+        source_topics: &TopicConfigs,
+        now: i64,
+    ) -> Result<StoreExport, ExportError> {
+        let tmp = self.tmp.clone();
+        let result = (|| -> Result<Checkpoint, ExportError> {
+            let w = self
+                .writer
+                .take()
+                .expect("finish is called once, on a live writer");
+            let mut tc = TopicConfigs::new(DataVersion::new(0, now));
+            for (topic, n) in &self.queues {
+                let mut c = source_topics
+                    .get(topic)
+                    .cloned()
+                    .unwrap_or_else(|| TopicConfig::new(topic.clone()));
+                c.read_queue_nums = c.read_queue_nums.max(*n);
+                c.write_queue_nums = c.write_queue_nums.max(*n);
+                tc.insert(c);
+            }
+            w.write_config(&tc)?;
+            let checkpoint = w.finish()?;
+            crate::engine::store::safedir::sync_tree(&tmp)?;
+            crate::engine::store::safedir::unmark_stage(&tmp)?;
+            Ok(checkpoint)
+        })();
+        let checkpoint = match result {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                return Err(e);
+            }
+        };
+        let dir = &self.dir;
+        if dir.exists() {
+            std::fs::remove_dir(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        std::fs::rename(&tmp, dir).map_err(|e| Error::io(dir, e))?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if let Ok(d) = std::fs::File::open(parent) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(StoreExport {
+            dir: dir.clone(),
+            records: self.records,
+            skipped: 0,
+            topics: std::mem::take(&mut self.queues).into_keys().collect(),
+            checkpoint: Some(checkpoint),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -74,6 +74,18 @@ impl<'a> RecordIter<'a> {
     pub fn valid_pos(&self) -> usize {
         self.pos
     }
+
+    /// Go on with the read-ahead of an earlier walk over the same buffer (a walk taken up again
+    /// where it paused does not prefetch what that one already did).
+    pub fn with_read_ahead(mut self, ahead: crate::format::mapped::ReadAhead) -> Self {
+        self.ahead = ahead;
+        self
+    }
+
+    /// How far this walk has read ahead.
+    pub fn read_ahead(&self) -> crate::format::mapped::ReadAhead {
+        self.ahead
+    }
 }
 
 impl<'a> Iterator for RecordIter<'a> {
@@ -179,5 +191,164 @@ pub fn walk_map(
                 return out;
             }
         }
+    }
+}
+
+/// How a [`LogCursor`] ended.
+#[derive(Debug)]
+pub enum LogEnd {
+    /// Still walking.
+    Running,
+    /// The data ends at `offset`: zeros, the end of the last file, or a file after a blank record
+    /// that holds nothing (the broker's recovery ends the data there).
+    EndOfData { offset: u64 },
+    /// Bytes at `offset` that are not a record: the walk stops there, as the recovery does.
+    Corrupt { offset: u64, error: Error },
+}
+
+/// The records of a whole commitlog, one at a time, driven by the caller: a merge walk over
+/// several logs steps each as it needs. One file is mapped at a time and read through
+/// [`RecordIter`] (same end rules: a blank record moves on to the next file, zeros end the data,
+/// a bad record stops the walk); the pages walked are released as it goes.
+pub struct LogCursor<'a> {
+    segments: &'a [Segment],
+    seg: usize,
+    map: Option<Mapped>,
+    /// Where the next record starts in the mapped file.
+    pos: usize,
+    /// The current record: file position and length.
+    current: Option<(usize, usize)>,
+    released: usize,
+    ahead: crate::format::mapped::ReadAhead,
+    end: LogEnd,
+    check_crc: bool,
+    /// Where to start in the first file mapped ([`LogCursor::starting_at`]).
+    pending_pos: Option<usize>,
+}
+
+impl<'a> LogCursor<'a> {
+    /// A cursor before the first record of `segments` (in offset order).
+    pub fn new(segments: &'a [Segment], check_crc: bool) -> Self {
+        LogCursor {
+            segments,
+            seg: 0,
+            map: None,
+            pos: 0,
+            current: None,
+            released: 0,
+            ahead: Default::default(),
+            end: if segments.is_empty() {
+                LogEnd::EndOfData { offset: 0 }
+            } else {
+                LogEnd::Running
+            },
+            check_crc,
+            pending_pos: None,
+        }
+    }
+
+    /// A cursor before the record at commitlog offset `offset` (which must be a record's start,
+    /// as a walk found it); at the end when no file holds it.
+    pub fn starting_at(segments: &'a [Segment], offset: u64, check_crc: bool) -> Self {
+        let mut c = LogCursor::new(segments, check_crc);
+        match segments
+            .iter()
+            .position(|s| s.start <= offset && offset < s.start.saturating_add(s.len))
+        {
+            Some(n) => {
+                c.seg = n;
+                c.pending_pos = Some((offset - segments[n].start) as usize);
+            }
+            None => c.end = LogEnd::EndOfData { offset },
+        }
+        c
+    }
+
+    /// Move to the next record; `Ok(false)` when there is none ([`LogCursor::end`] says why).
+    /// Only a file that cannot be mapped is an error.
+    pub fn step(&mut self) -> Result<bool> {
+        self.current = None;
+        while matches!(self.end, LogEnd::Running) {
+            let Some(seg) = self.segments.get(self.seg) else {
+                let offset = self
+                    .segments
+                    .last()
+                    .map_or(0, |s| s.start.saturating_add(s.len));
+                self.end = LogEnd::EndOfData { offset };
+                break;
+            };
+            if self.map.is_none() {
+                self.map = Some(seg.map()?);
+                self.pos = self.pending_pos.take().unwrap_or(0);
+                self.released = self.pos;
+                self.ahead = Default::default();
+            }
+            let Some(map) = &self.map else { break };
+            let mut it =
+                RecordIter::starting_at(map, &seg.path, seg.start, self.pos, self.check_crc)
+                    .with_read_ahead(self.ahead);
+            let next = it.next();
+            self.ahead = it.read_ahead();
+            let file_end = it.end().clone();
+            match next {
+                Some(Ok(m)) => {
+                    let len = m.raw.len();
+                    self.current = Some((self.pos, len));
+                    self.pos += len;
+                    if self.pos - self.released >= WALK_CHUNK {
+                        map.release(self.released, self.pos);
+                        self.released = self.pos;
+                    }
+                    return Ok(true);
+                }
+                Some(Err(error)) => {
+                    self.end = LogEnd::Corrupt {
+                        offset: seg.start + self.pos as u64,
+                        error,
+                    };
+                }
+                None => match file_end {
+                    SegmentEnd::Blank { .. } => {
+                        self.seg += 1;
+                        self.map = None;
+                    }
+                    _ => {
+                        self.end = LogEnd::EndOfData {
+                            offset: seg.start + self.pos as u64,
+                        }
+                    }
+                },
+            }
+        }
+        self.map = None;
+        Ok(false)
+    }
+
+    /// The commitlog offset of the current record.
+    pub fn offset(&self) -> Option<u64> {
+        let (pos, _) = self.current?;
+        Some(self.segments.get(self.seg)?.start + pos as u64)
+    }
+
+    /// The bytes of the current record.
+    pub fn raw(&self) -> Option<&[u8]> {
+        let (pos, len) = self.current?;
+        self.map.as_ref()?.get(pos..pos + len)
+    }
+
+    /// The current record, parsed.
+    pub fn message(&self) -> Option<MessageRef<'_>> {
+        super::message_in(self.raw()?, i64::try_from(self.offset()?).ok()?)
+    }
+
+    /// The file of the current record.
+    pub fn file(&self) -> Option<&'a Path> {
+        self.current?;
+        self.segments.get(self.seg).map(|s| s.path.as_path())
+    }
+
+    /// How the walk ended (`Running` until [`LogCursor::step`] returned `false`).
+    pub fn end(&self) -> &LogEnd {
+        &self.end
     }
 }

@@ -55,53 +55,146 @@ pub fn walk_from(
     first: usize,
     mut f: impl FnMut(&Visit<'_>) -> ControlFlow<()>,
 ) -> Result<WalkEnd> {
-    let files = &layout.data.files;
-    let mut end = WalkEnd {
-        end_pos: files.get(first).map_or(layout.divide(), |f| f.start),
-        ..WalkEnd::default()
-    };
-    let mut chain = Continuity::default();
-    for (n, file) in files.iter().enumerate().skip(first) {
-        let map = Mapped::open(&file.path)?;
-        map.advise_sequential();
-        let buf: &[u8] = &map;
-        let mut at = 0usize;
-        let mut first = true;
-        loop {
-            match parse_slot(buf, at, file.start) {
-                Ok(Slot::Entry(h)) => {
-                    let size = h.size as usize;
-                    let gap = chain.next(&h, first);
-                    let v = Visit {
-                        file: &file.path,
-                        at,
-                        header: h,
-                        body: &buf[at + super::HEADER_SIZE..at + size],
-                        gap,
-                    };
-                    end.entries += 1;
-                    end.last = Some(h);
-                    end.end_pos = file.start + (at + size) as u64;
-                    if f(&v).is_break() {
-                        return Ok(end);
-                    }
-                    first = false;
-                    at += size;
-                }
-                Ok(Slot::FileEnd { .. }) => break,
-                Ok(Slot::EndOfData) => {
-                    end.files_after_end = files[n + 1..].iter().map(|f| f.path.clone()).collect();
-                    return Ok(end);
-                }
-                Err(e) => {
-                    end.stopped = Some(e.in_file(&file.path, 0));
-                    end.files_after_end = files[n + 1..].iter().map(|f| f.path.clone()).collect();
-                    return Ok(end);
-                }
+    let mut c = EntryCursor::new(layout, first);
+    while c.step()? {
+        if let Some(v) = c.visit() {
+            if f(&v).is_break() {
+                break;
             }
         }
     }
-    Ok(end)
+    Ok(c.into_end())
+}
+
+/// The entries of the data files one at a time, driven by the caller (a walk over several
+/// replicas steps each as it needs): the walk of [`walk`], one data file mapped at a time.
+pub struct EntryCursor<'l> {
+    layout: &'l DledgerLayout,
+    /// The data file being walked.
+    n: usize,
+    map: Option<Mapped>,
+    /// Where the next entry starts in the mapped file.
+    at: usize,
+    first_in_file: bool,
+    chain: Continuity,
+    /// The current entry: its position in the file, header and break of the chain.
+    current: Option<(usize, EntryHeader, Option<Break>)>,
+    end: WalkEnd,
+    done: bool,
+}
+
+impl<'l> EntryCursor<'l> {
+    /// A cursor before the first entry of data file number `first`.
+    pub fn new(layout: &'l DledgerLayout, first: usize) -> Self {
+        let files = &layout.data.files;
+        EntryCursor {
+            layout,
+            n: first,
+            map: None,
+            at: 0,
+            first_in_file: true,
+            chain: Continuity::default(),
+            current: None,
+            end: WalkEnd {
+                end_pos: files.get(first).map_or(layout.divide(), |f| f.start),
+                ..WalkEnd::default()
+            },
+            done: false,
+        }
+    }
+
+    /// A cursor before the entry at absolute position `pos` (an entry's start, as an index unit
+    /// gives it); `None` when no data file holds `pos`.
+    pub fn at_pos(layout: &'l DledgerLayout, pos: u64) -> Option<Self> {
+        let files = &layout.data.files;
+        let n = files
+            .iter()
+            .position(|f| f.start <= pos && pos < f.start.saturating_add(f.len))?;
+        let mut c = EntryCursor::new(layout, n);
+        c.at = usize::try_from(pos - files[n].start).ok()?;
+        c.end.end_pos = pos;
+        Some(c)
+    }
+
+    /// Move to the next entry; `Ok(false)` at the end of the data ([`EntryCursor::into_end`]
+    /// says how it ended). Only a file that cannot be mapped is an error.
+    pub fn step(&mut self) -> Result<bool> {
+        self.current = None;
+        let files = &self.layout.data.files;
+        while !self.done {
+            let Some(file) = files.get(self.n) else {
+                self.done = true;
+                break;
+            };
+            if self.map.is_none() {
+                let map = Mapped::open(&file.path)?;
+                map.advise_sequential();
+                self.map = Some(map);
+                self.first_in_file = true;
+            }
+            let Some(map) = &self.map else { break };
+            match parse_slot(map, self.at, file.start) {
+                Ok(Slot::Entry(h)) => {
+                    let gap = self.chain.next(&h, self.first_in_file);
+                    self.current = Some((self.at, h, gap));
+                    self.end.entries += 1;
+                    self.end.last = Some(h);
+                    self.end.end_pos = file.start + (self.at + h.size as usize) as u64;
+                    self.first_in_file = false;
+                    self.at += h.size as usize;
+                    return Ok(true);
+                }
+                Ok(Slot::FileEnd { .. }) => {
+                    self.n += 1;
+                    self.at = 0;
+                    self.map = None;
+                }
+                Ok(Slot::EndOfData) => {
+                    self.end.files_after_end =
+                        files[self.n + 1..].iter().map(|f| f.path.clone()).collect();
+                    self.done = true;
+                }
+                Err(e) => {
+                    self.end.stopped = Some(e.in_file(&file.path, 0));
+                    self.end.files_after_end =
+                        files[self.n + 1..].iter().map(|f| f.path.clone()).collect();
+                    self.done = true;
+                }
+            }
+        }
+        self.map = None;
+        Ok(false)
+    }
+
+    /// The current entry.
+    pub fn visit(&self) -> Option<Visit<'_>> {
+        let (at, header, gap) = self.current.clone()?;
+        let file = self.layout.data.files.get(self.n)?;
+        let map = self.map.as_ref()?;
+        Some(Visit {
+            file: &file.path,
+            at,
+            header,
+            body: map.get(at + super::HEADER_SIZE..at + header.size as usize)?,
+            gap,
+        })
+    }
+
+    /// The whole current entry: header and body, as written.
+    pub fn entry_bytes(&self) -> Option<&[u8]> {
+        let (at, header, _) = self.current.as_ref()?;
+        self.map.as_ref()?.get(*at..*at + header.size as usize)
+    }
+
+    /// How the walk ended, so far.
+    pub fn into_end(self) -> WalkEnd {
+        self.end
+    }
+
+    /// How the walk ended, so far.
+    pub fn end(&self) -> &WalkEnd {
+        &self.end
+    }
 }
 
 /// Reads index units in ascending order, one index file mapped at a time.
