@@ -187,7 +187,7 @@ fn open_export(a: &CompareArgs, first_store: &Path) -> anyhow::Result<Option<Exp
             n: 0,
         }));
     }
-    let store = crate::engine::Store::open_any(first_store, &a.geometry.inputs()?)?;
+    let store = crate::engine::Store::open(first_store, &a.geometry.inputs()?)?;
     Ok(Some(ExportOut::Store(Box::new(StoreExportWriter::create(
         path,
         store.geometry.clone(),

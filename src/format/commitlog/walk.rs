@@ -10,6 +10,7 @@
 //! walk and starts a new one where its rules go on past the end of the last.
 
 use std::ops::ControlFlow;
+use std::path::Path;
 
 use super::read::{Record, Segment};
 use super::MessageRef;
@@ -284,17 +285,17 @@ impl<'a> LogCursor<'a> {
                 self.ahead = Default::default();
             }
             let Some(map) = &self.map else { break };
-            let mut it =
-                RecordIter::starting_at(map, &seg.path, seg.start, self.pos, self.check_crc)
-                    .with_read_ahead(self.ahead);
+            let mut it = RecordIter::starting_at(map, seg, self.pos, self.check_crc)
+                .with_read_ahead(self.ahead);
             let next = it.next();
             self.ahead = it.read_ahead();
             let file_end = it.end().clone();
             match next {
                 Some(Ok(m)) => {
-                    let len = m.raw.len();
-                    self.current = Some((self.pos, len));
-                    self.pos += len;
+                    // In a DLedger file the record sits after its entry's header.
+                    let at = usize::try_from(m.position.saturating_sub(seg.start)).unwrap_or(0);
+                    self.current = Some((at, m.raw.len()));
+                    self.pos = it.valid_pos();
                     if self.pos - self.released >= WALK_CHUNK {
                         map.release(self.released, self.pos);
                         self.released = self.pos;

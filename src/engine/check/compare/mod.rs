@@ -213,7 +213,7 @@ pub fn open(
     }
     let mut stores = Vec::new();
     for r in roots {
-        stores.push(Store::open_any(r, inputs)?);
+        stores.push(Store::open(r, inputs)?);
     }
     let mode = if stores[0].dledger.is_some() {
         Mode::Dledger
