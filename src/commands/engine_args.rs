@@ -81,7 +81,15 @@ pub(crate) fn open_engine(store: Store, a: EngineArgs<'_>) -> anyhow::Result<Eng
     } else {
         Engine::open_read_only(store, overlay, clock, opts)?
     };
+    say_notes(&engine);
     Ok(engine)
+}
+
+/// What opening the engine did that the user should hear of, on stderr.
+pub(crate) fn say_notes(engine: &Engine) {
+    for n in &engine.notes {
+        super::output::note(n);
+    }
 }
 
 /// With `--client-dir`: read the client's offsets and have the engine use them for its group.

@@ -249,6 +249,7 @@ fn open(a: &ReplayArgs, clock: Arc<dyn Clock>) -> anyhow::Result<Engine> {
         a.client.broker_name.as_deref(),
     );
     let mut engine = Engine::open(store, a.overlay.as_deref(), clock, opts)?;
+    super::engine_args::say_notes(&engine);
     super::engine_args::use_client_dir(&mut engine, &a.client)?;
     Ok(engine)
 }

@@ -67,7 +67,9 @@ fn open(a: &ServeArgs) -> anyhow::Result<Engine> {
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
     let opts = engine_options(&store, a.broker, a.full_replay, a.broker_name.as_deref());
     let clock: Arc<dyn Clock> = a.clock.clock()?;
-    Ok(Engine::open(store, a.overlay.as_deref(), clock, opts)?)
+    let engine = Engine::open(store, a.overlay.as_deref(), clock, opts)?;
+    super::engine_args::say_notes(&engine);
+    Ok(engine)
 }
 
 fn init_logging() {

@@ -480,3 +480,91 @@ fn a_killed_rebuild_to_a_new_folder_leaves_it_marked() {
         .success();
     assert!(!out.join(".rmqstore-stage").exists());
 }
+
+/// A store of `topics` topics of one queue with two records each, written as a broker writes
+/// them (topics in turn), consume queues included.
+fn many_queues_store(root: &Path, topics: usize) {
+    use rmqstore::engine::store::index_builder::IndexNaming;
+    use rmqstore::engine::store::writer::{StoreWriter, WriterOptions};
+    use rmqstore::format::commitlog::{Host, Message, MessageVersion};
+    use rmqstore::format::geometry::{resolve, GeometryOverrides};
+    let geometry = resolve(&GeometryInputs {
+        flags: GeometryOverrides {
+            commitlog_file_size: Some(256 << 10),
+            cq_file_units: Some(4),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let options = WriterOptions {
+        geometry,
+        consumequeue: true,
+        index: false,
+        index_naming: IndexNaming::Utc,
+    };
+    let mut w = StoreWriter::create(root, options).unwrap();
+    for q in 0..2i64 {
+        for t in 0..topics {
+            w.append(Message {
+                topic: format!("Topic{t:05}"),
+                queue_id: 0,
+                flag: 0,
+                queue_offset: 0,
+                physical_offset: 0,
+                sys_flag: 0,
+                born_timestamp: 1_800_000_000_000 + q,
+                born_host: Host::v4([10, 0, 0, 1], 5000),
+                store_timestamp: 1_800_000_000_000 + q,
+                store_host: Host::v4([10, 0, 0, 2], 10911),
+                reconsume_times: 0,
+                prepared_transaction_offset: 0,
+                body: format!("message {q} of {t:05}").into_bytes(),
+                properties: Vec::new(),
+                version: MessageVersion::V1,
+            })
+            .unwrap();
+        }
+    }
+    w.finish().unwrap();
+}
+
+/// With more queues than the walk keeps consume queue files mapped for, the units are matched in
+/// the consume queue phase instead: a healthy store stays clean, and a store whose every unit
+/// points at another topic's record gets every mismatch and every queue's missing unit counted.
+#[test]
+fn many_queues_are_matched_by_their_units() {
+    const TOPICS: usize = 2100;
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().join("store");
+    many_queues_store(&root, TOPICS);
+    let (code, all, summary) = verify_json(&root, &["--only", "consumequeue"]);
+    assert_eq!(code, 0, "{all:#?}");
+    assert_eq!(summary["errors"], 0);
+    assert_eq!(summary["cq_units"], 2 * TOPICS as u64);
+    // every topic's units now name the records of the topic after it
+    let file = |t: usize| {
+        root.join(format!(
+            "consumequeue/Topic{:05}/0/00000000000000000000",
+            t % TOPICS
+        ))
+    };
+    let units: Vec<Vec<u8>> = (0..TOPICS)
+        .map(|t| std::fs::read(file(t)).unwrap())
+        .collect();
+    for (t, _) in units.iter().enumerate() {
+        std::fs::write(file(t), &units[(t + 1) % TOPICS]).unwrap();
+    }
+    let (code, listed, summary) = verify_json(&root, &["--max-findings", "10"]);
+    assert_eq!(code, 1);
+    let per_code = &summary["findings_per_code"];
+    assert_eq!(
+        per_code["consumequeue.unit_mismatch"],
+        2 * TOPICS as u64,
+        "{per_code}"
+    );
+    assert_eq!(
+        per_code["consumequeue.missing_unit"], TOPICS as u64,
+        "{per_code}"
+    );
+    assert_eq!(with_code(&listed, "consumequeue.unit_mismatch").len(), 10);
+}

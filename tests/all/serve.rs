@@ -1534,6 +1534,12 @@ fn a_torn_record_at_the_end_of_the_overlay_is_cut_on_start() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{said}");
     assert!(said.contains("overlay recovered"), "{said}");
+    // with --json, what stderr says is JSON lines too
+    for line in said.lines() {
+        let v: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(v["type"].is_string(), "{line}");
+    }
     assert_eq!(verify_exit(&ov), Some(0));
 }
 

@@ -249,6 +249,9 @@ pub struct Engine {
     client: Option<ClientOffsets>,
     /// The source's consume queue files mapped so far: a pull maps its file once, not per call.
     cq_maps: std::sync::Mutex<std::collections::HashMap<PathBuf, Arc<Mapped>>>,
+    /// What opening did that a person should hear of (a torn overlay tail cut), for the command
+    /// to say.
+    pub notes: Vec<String>,
 }
 
 /// `value` rounded up to a multiple of `size`.

@@ -203,6 +203,7 @@ impl Engine {
             timer: crate::engine::broker::timer::TimerProgress::load(&source.root, overlay)?,
             client: None,
             cq_maps: Default::default(),
+            notes: Vec::new(),
             source,
         };
         engine.load_source_queues()?;
@@ -399,9 +400,10 @@ impl Engine {
             if let Some(t) = &torn {
                 if writable {
                     crate::engine::store::writer::cut_torn_tail(t)?;
-                    eprintln!("rmqstore: overlay recovered: {t}");
+                    self.notes.push(format!("overlay recovered: {t}"));
                 } else {
-                    eprintln!("rmqstore: note: overlay ends in a torn record, left as is: {t}");
+                    self.notes
+                        .push(format!("overlay ends in a torn record, left as is: {t}"));
                 }
             }
             for seg in &existing.segments {

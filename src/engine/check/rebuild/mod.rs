@@ -40,6 +40,7 @@ use crate::format::consumequeue::CqUnit;
 use crate::format::error::{Error, ErrorKind, RebuildError, Result, WritePathError};
 use crate::format::geometry::Geometry;
 use crate::format::indexfile::write::HashedRecord;
+use crate::format::mapped::Mapped;
 
 /// What to rebuild.
 #[derive(Debug, Clone)]
@@ -228,7 +229,7 @@ fn walk_kept(
         };
         let here = inserts_in(src.inserts, seg.start, seg.start + limit as u64);
         let walk = if here.is_empty() {
-            walk_in_pieces(buf, seg, PIECE, &prepare, &mut apply_or_stop)
+            walk_in_pieces(&map, buf, seg, PIECE, &prepare, &mut apply_or_stop)
         } else {
             walk_around(buf, seg, here, &prepare, &mut apply_or_stop)
         };
@@ -346,13 +347,15 @@ struct WalkedPiece {
     batch: Batch,
 }
 
-/// Walk one commitlog file (`buf`) as [`recovery::walk_file`] does, in pieces of `piece_size`
-/// walked in parallel: `prepare` sees each record before the walk's stop (on any worker), and
-/// `apply` receives the batches in file order. The walk of a piece is taken into the walk of
-/// the file when it joins (it ends cleanly where the next piece begins, or it is the last and
-/// nothing is wrong in it); from the first piece that does not, the rest of the file is walked
-/// again in one go, so the result is the walk of the whole file in one go.
+/// Walk one commitlog file (`buf`, the part of `map` to walk) as [`recovery::walk_file`] does, in
+/// pieces of `piece_size` walked in parallel, each piece's pages released once it is walked:
+/// `prepare` sees each record before the walk's stop (on any worker), and `apply` receives the
+/// batches in file order. The walk of a piece is taken into the walk of the file when it joins
+/// (it ends cleanly where the next piece begins, or it is the last and nothing is wrong in it);
+/// from the first piece that does not, the rest of the file is walked again in one go, so the
+/// result is the walk of the whole file in one go.
 fn walk_in_pieces(
+    map: &Mapped,
     buf: &[u8],
     seg: &Segment,
     piece_size: u64,
@@ -368,6 +371,9 @@ fn walk_in_pieces(
                 prepare(m, &mut batch)
             }
         });
+        // The batch owns what it took: the piece's pages can go (resident memory stays a few
+        // pieces, not the file).
+        map.release(from, to);
         Some(WalkedPiece {
             from,
             to,

@@ -35,8 +35,8 @@ pub(super) struct LazyMaps<'a> {
 }
 
 /// Record reads between two releases of the pages they mapped (each maps a few pages, up to the
-/// kernel's fault-around of 64 KiB: some 64 MiB at most).
-const RELEASE_EVERY: u64 = 1024;
+/// kernel's fault-around of 64 KiB: some 32 MiB at most).
+const RELEASE_EVERY: u64 = 512;
 
 impl<'a> LazyMaps<'a> {
     pub(super) fn new(segs: &'a [Segment]) -> Self {

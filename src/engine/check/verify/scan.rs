@@ -16,6 +16,7 @@ use crate::engine::check::headers::{Gap, Suspect};
 use crate::engine::check::pieces::{file_piece_size, piece_span, PieceMaps};
 use crate::engine::check::recovery::{self, FileWalk};
 use crate::engine::store::Store;
+use crate::format::commitlog::walk::WALK_CHUNK;
 use crate::format::finding::{Code, Finding};
 use crate::format::mapped::Mapped;
 
@@ -55,8 +56,9 @@ pub(super) struct IndexTally {
     pub(super) time_mismatch: u64,
 }
 
-/// Queue runs of one file, without the worker's file caches.
-type Runs = FastMap<Box<str>, FastMap<i32, QueueRun>>;
+/// Queue runs of one piece (topic, queue id, run), without the worker's file caches: a flat
+/// list, as a piece of a store with many queues holds many, each met once.
+type Runs = Vec<(Box<str>, i32, QueueRun)>;
 
 pub(super) struct SegScan {
     /// The commitlog file.
@@ -163,8 +165,15 @@ pub(super) fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         gaps: Vec::new(),
     };
     let bytes = map.get(..to).unwrap_or(&map);
+    // The pages walked are let go as the walk goes, so a piece keeps at most a few MiB resident.
+    let mut released = from;
     let walk = recovery::walk_on(before, bytes, from, seg, &ctx.walk_opts, |m, place| {
-        st.visit(m, place)
+        st.visit(m, place);
+        let at = usize::try_from(m.position.saturating_sub(seg.start)).unwrap_or(0);
+        if at.saturating_sub(released) >= WALK_CHUNK {
+            map.release(released, at);
+            released = at;
+        }
     });
     if let Some(ix) = ctx.index {
         st.finish_index(ix, seg.start.saturating_add(to as u64));
@@ -181,13 +190,12 @@ pub(super) fn scan_piece(ctx: &Ctx<'_>, i: usize, span: Span<'_>) -> SegScan {
         file_len: map.len() as u64,
         walk: Some(walk),
         sink: st.sink,
-        queues: {
-            let mut runs = Runs::default();
-            for (q, sq) in st.queues.queues {
-                runs.entry(sq.topic).or_default().insert(q, sq.run);
-            }
-            runs
-        },
+        queues: st
+            .queues
+            .queues
+            .into_iter()
+            .map(|(q, sq)| (sq.topic, q, sq.run))
+            .collect(),
         idx: st.idx,
         records: st.records,
         bytes: st.bytes,
@@ -334,8 +342,8 @@ impl Merged {
         t.dangling += s.idx.dangling;
         t.duplicates += s.idx.duplicates;
         t.time_mismatch += s.idx.time_mismatch;
-        for (topic, per) in s.queues {
-            for (qid, run) in per {
+        for (topic, qid, run) in s.queues {
+            {
                 match self.queues.get_mut(&(topic.to_string(), qid)) {
                     None => {
                         self.queues.insert((topic.to_string(), qid), run);
