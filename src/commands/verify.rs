@@ -36,6 +36,8 @@ pub enum OnlyPart {
     Config,
     /// 5.x timer files: timerlog/, timerwheel, config/timercheck, config/timermetrics.
     Timer,
+    /// A DLedger-mode store's log: entries, index, checkpoint, currterm (DLEDGER.md).
+    Dledger,
 }
 
 impl From<OnlyPart> for Part {
@@ -46,6 +48,7 @@ impl From<OnlyPart> for Part {
             OnlyPart::Index => Part::Index,
             OnlyPart::Config => Part::Config,
             OnlyPart::Timer => Part::Timer,
+            OnlyPart::Dledger => Part::Dledger,
         }
     }
 }
@@ -339,7 +342,7 @@ fn print_human(r: &Report, cap: usize, out: &mut dyn Write) -> std::io::Result<(
         {
             "no commitlog files".to_string()
         }
-        _ => "not worked out (only config checked)".to_string(),
+        _ => "not worked out (commitlog, consume queues and index not checked)".to_string(),
     };
     let rows: Vec<(&str, String)> = vec![
         (

@@ -94,15 +94,18 @@ pub enum Part {
     Config,
     /// 5.x timer files: timerlog/, timerwheel, config/timercheck and timermetrics.
     Timer,
+    /// A DLedger-mode store's log: entries, index, checkpoint and currterm.
+    Dledger,
 }
 
 impl Part {
-    pub const ALL: [Part; 5] = [
+    pub const ALL: [Part; 6] = [
         Part::Commitlog,
         Part::ConsumeQueue,
         Part::Index,
         Part::Config,
         Part::Timer,
+        Part::Dledger,
     ];
 
     pub fn name(self) -> &'static str {
@@ -112,6 +115,7 @@ impl Part {
             Part::Index => "index",
             Part::Config => "config",
             Part::Timer => "timer",
+            Part::Dledger => "dledger",
         }
     }
 }
@@ -310,6 +314,16 @@ pub fn verify(
         if opts.wants(Part::Timer) && opts.topic.is_none() {
             for f in timer::timer_findings(store) {
                 config.push(f);
+            }
+        }
+        if let Some(layout) = store.dledger.as_ref().filter(|_| opts.wants(Part::Dledger)) {
+            if let Err(e) = crate::format::dledger::check::check(layout, &mut |f| config.push(f)) {
+                config.push(Finding::new(
+                    Code::StoreUnreadable,
+                    &layout.dir,
+                    e.offset().unwrap_or(0),
+                    e.to_string(),
+                ));
             }
         }
         (structure, config)
