@@ -96,10 +96,6 @@ struct RecoverySummary {
 
 pub fn run(a: &VerifyArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = Store::open(&a.store, &a.geometry.inputs()?)?;
-    if a.explain_recovery {
-        // what DLedger's recovery does at the next start is not explained yet
-        store.refuse_dledger()?;
-    }
     if let Some(n) = crate::engine::store::dledger::reading_note(&store) {
         output::note(&n);
     }

@@ -264,3 +264,67 @@ fn each_damage_gives_its_code_file_and_offset() {
         }
     }
 }
+
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn explain_recovery_says_what_the_java_recovery_does_to_the_crashed_store() {
+    let Some(dir) = oracle("dledger-crashed-4.9") else {
+        return;
+    };
+    let java: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("dledger.json")).unwrap()).unwrap();
+    let (lines, stderr, code) = verify(&dir.join("store"), &["--explain-recovery"]);
+    // the deleted index file's keys are lost: exit 1
+    assert_eq!(code, 1, "{stderr}");
+    let plan = &lines[0];
+    assert_eq!(plan["type"], "recovery");
+    let d = &plan["dledger"];
+    let load = &java["afterLoad"];
+    assert_eq!(d["ledger_end_index"], load["ledgerEndIndex"]);
+    assert_eq!(d["ledger_end_term"], load["ledgerEndTerm"]);
+    assert_eq!(d["ledger_begin_index"], load["ledgerBeginIndex"]);
+    assert_eq!(d["committed_index_at_load"], load["committedIndex"]);
+    assert_eq!(d["committed_pos_at_load"], load["committedPos"]);
+    assert_eq!(d["data_cut_pos"], load["dataMaxWrotePosition"]);
+    assert_eq!(d["index_cut_pos"], load["indexMaxWrotePosition"]);
+    let start = &java["afterStart"];
+    assert_eq!(d["committed_index_after_start"], start["committedIndex"]);
+    assert_eq!(d["served_end"], start["commitLogMaxOffset"]);
+    assert_eq!(
+        plan["index_files_deleted"][0]["begin_commitlog_offset"],
+        2630855
+    );
+    assert!(d["index_records_lost"].as_u64().unwrap() > 0);
+    // the words
+    let out = bin()
+        .arg("verify")
+        .arg(dir.join("store"))
+        .arg("--explain-recovery")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for words in [
+        "IndexService.load deletes index file",
+        "key lookups find nothing after commitlog offset 2630855",
+        "committed index after load: 2597",
+        "committed index 3081",
+        "cut the data at position 4305353",
+        "apache/rocketmq#7355",
+        "rmqstore rebuild",
+    ] {
+        assert!(text.contains(words), "{words}: {text}");
+    }
+    assert!(!text.contains("scan the commitlog"), "{text}");
+    // plain verify's recovery words are DLedger's too
+    let (lines, _, _) = verify(&dir.join("store"), &[]);
+    let abort = lines
+        .iter()
+        .find(|l| l["code"] == "store.abort_present")
+        .unwrap();
+    let action = abort["broker_action"].as_str().unwrap();
+    assert!(
+        action.starts_with("DLedger recovery: data cut at 4305353"),
+        "{action}"
+    );
+    assert!(!action.contains("dispatch 3082 messages again"), "{action}");
+}

@@ -382,10 +382,8 @@ fn verify_with_side(
         .and_then(|i| segs.get(i))
         .map_or(0, |s| s.start);
     let redispatch_from = match prep.mode {
-        RecoveryMode::Abnormal => start_offset,
-        RecoveryMode::Normal => prep
-            .max_phy_offset_of_consume_queue
-            .max(store.commitlog.min_offset()),
+        RecoveryMode::Abnormal if store.dledger.is_none() => start_offset,
+        _ => prep.dispatch_from(store),
     };
     let mut walk_opts = prep.walk_options(store, opts.check_crc);
     walk_opts.check_crc = opts.check_crc;
