@@ -788,15 +788,10 @@ pub fn finish(
                 .to_string(),
         );
     }
-    let dledger = match &store.dledger {
-        Some(_) => Some(super::dledger::explain(
-            store,
-            prep,
-            redispatch_from,
-            index_records_lost,
-        )),
-        None => None,
-    };
+    let dledger = store
+        .dledger
+        .as_ref()
+        .map(|_| super::dledger::explain(store, prep, redispatch_from, index_records_lost));
     Ok(RecoveryPlan {
         dledger,
         version: prep.version.clone(),
