@@ -248,6 +248,19 @@ codes! {
     ConfigBadBackup = "config.bad_backup", Warning, "a config .bak file that does not parse while the main file does";
     ConfigDuplicateKey = "config.duplicate_key", Warning, "a consumerOffset.json key (topic@group, or a queue id in one) written twice: fastjson keeps the last";
     ConfigNegativeOffset = "config.negative_offset", Warning, "a negative committed consumer offset";
+    // dledger
+    DledgerEntryMagic = "dledger.entry_magic", Error, "a DLedger entry whose magic is neither 1 (entry) nor -1 (file end): recovery cuts the data there";
+    DledgerEntrySize = "dledger.entry_size", Error, "a DLedger entry whose size is below the header, past the file's end, or not the body size + 48: recovery cuts the data there";
+    DledgerPosMismatch = "dledger.pos_mismatch", Error, "a DLedger entry whose pos is not its own position in the data files: recovery cuts the data there";
+    DledgerIndexGap = "dledger.index_gap", Error, "a DLedger entry whose index is not the previous entry's + 1: recovery cuts the data there";
+    DledgerTermDecrease = "dledger.term_decrease", Error, "a DLedger entry whose term is lower than the previous entry's: recovery cuts the data there";
+    DledgerIndexMismatch = "dledger.index_mismatch", Error, "a DLedger index unit missing or disagreeing with its entry (magic, pos, size, index, term): recovery rebuilds the index from there";
+    DledgerCheckpointBeyond = "dledger.checkpoint_beyond", Error, "the DLedger checkpoint names a committed or end index past the last entry of the data: committed entries are missing";
+    DledgerCheckpointUnreadable = "dledger.checkpoint_unreadable", Error, "the DLedger checkpoint file does not parse";
+    DledgerBlankTail = "dledger.blank_tail", Error, "non-zero bytes after the last DLedger entry, or a data file after the end of the data that holds bytes";
+    DledgerFileName = "dledger.file_name", Error, "a DLedger data or index file whose name is not a 20-digit offset, not a multiple of the file size, or not where the previous file ends";
+    DledgerFileSize = "dledger.file_size", Error, "a DLedger data or index file whose size differs from the others (or the configured size), or an index file not a multiple of 32 bytes";
+    DledgerCurrtermUnreadable = "dledger.currterm_unreadable", Error, "currterm is missing, does not parse or has no currTerm while the log holds entries: the member would vote again in old terms";
     // timer
     TimerNotAFile = "timer.not_a_file", Error, "a timer file or an entry of timerlog/ that is not a regular file";
     TimerForeignFile = "timer.foreign_file", Error, "a file in timerlog/ whose name is not a 20-digit offset";

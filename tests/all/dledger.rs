@@ -392,7 +392,6 @@ macro_rules! refusal {
 }
 
 refusal! {
-    verify_explain_recovery_refuses_a_dledger_store: 1, ["verify", "--explain-recovery", "--json"];
     repair_refuses_a_dledger_store: 1, ["repair", "--dry-run"];
     repair_out_refuses_a_dledger_store: 1, ["repair", "--out", "OUT"];
 }

@@ -6,11 +6,13 @@
 //! - [`index`]: the 32-byte index units, one per entry, at `index * 32`.
 //! - [`props`]: the `checkpoint` (end and committed index) and `currterm` (term and vote)
 //!   properties files.
+//! - [`check`]: the log's invariants as verify findings.
 //! - [`layout`]: finding the DLedger folder, its self id, files and geometry, and the divide of
 //!   a converted store (old records below it in `commitlog/`).
 //!
 //! Layouts as openmessaging DLedger 0.3.1.x writes them for RocketMQ 4.9.x and 5.x.
 
+pub mod check;
 pub mod entry;
 pub mod index;
 pub mod layout;

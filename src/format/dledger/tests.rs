@@ -182,3 +182,59 @@ proptest! {
         let _ = TermFile::from_bytes(&buf);
     }
 }
+
+/// Random and mutated entry bytes through the slot parser and the chain: no panic, every entry
+/// inside the buffer, the walk ends within the buffer's length.
+#[test]
+fn mutated_entries_never_panic_the_walk() {
+    use super::entry::{encode_entry, parse_slot, Continuity, Slot};
+    let mut clean = Vec::new();
+    for i in 0..4i64 {
+        let pos = clean.len() as i64;
+        clean.extend(encode_entry(
+            i,
+            i / 2,
+            pos,
+            &vec![i as u8; 30 + i as usize * 7],
+        ));
+    }
+    clean.resize(clean.len() + 64, 0);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for round in 0..5000 {
+        let mut b = clean.clone();
+        for _ in 0..1 + round % 6 {
+            let at = (next() % b.len() as u64) as usize;
+            b[at] = next() as u8;
+        }
+        if round % 7 == 0 {
+            b.truncate((next() % b.len() as u64) as usize);
+        }
+        let (mut at, mut steps, mut chain) = (0usize, 0, Continuity::default());
+        loop {
+            steps += 1;
+            assert!(
+                steps <= b.len() / 48 + 2,
+                "round {round}: the walk does not end"
+            );
+            match parse_slot(&b, at, 0) {
+                Ok(Slot::Entry(h)) => {
+                    assert!(h.size >= 48 && at + h.size as usize <= b.len());
+                    assert_eq!(h.pos as usize, at);
+                    let _ = chain.next(&h, false);
+                    at += h.size as usize;
+                }
+                Ok(_) => break,
+                Err(e) => {
+                    assert!(e.offset <= b.len() as u64 + 48, "round {round}: {e}");
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -37,6 +37,8 @@ pub struct WalkEnd {
     pub stopped: Option<Error>,
     /// Data files after the one where the data ended.
     pub files_after_end: Vec<PathBuf>,
+    /// Where the data ended (zeros) or the walk stopped: data file number and position in it.
+    pub stop_at: Option<(usize, usize)>,
 }
 
 /// Walk every entry of the data files, calling `f` for each; `f` may stop the walk early.
@@ -150,11 +152,13 @@ impl<'l> EntryCursor<'l> {
                     self.map = None;
                 }
                 Ok(Slot::EndOfData) => {
+                    self.end.stop_at = Some((self.n, self.at));
                     self.end.files_after_end =
                         files[self.n + 1..].iter().map(|f| f.path.clone()).collect();
                     self.done = true;
                 }
                 Err(e) => {
+                    self.end.stop_at = Some((self.n, self.at));
                     self.end.stopped = Some(e.in_file(&file.path, 0));
                     self.end.files_after_end =
                         files[self.n + 1..].iter().map(|f| f.path.clone()).collect();

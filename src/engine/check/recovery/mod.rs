@@ -12,8 +12,11 @@
 //! The broker's release matters in two places (clean-start scan origin, dispatch during recovery);
 //! [`crate::engine::store::version`] reads the hints the files carry.
 
+mod dledger;
 mod plan;
 mod walk;
+
+pub use dledger::DledgerRecovery;
 
 pub use plan::*;
 pub use walk::*;

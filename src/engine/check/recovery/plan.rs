@@ -126,6 +126,9 @@ pub struct RecoveryPlan {
     /// True when the body CRC was checked as the broker does (`checkCRCOnRecover`).
     pub crc_checked: bool,
     pub notes: Vec<String>,
+    /// A DLedger-mode store: what `DLedgerMmapFileStore.recover` and `DLedgerCommitLog.recover`
+    /// do instead of the commitlog scan (null for a normal store).
+    pub dledger: Option<super::dledger::DledgerRecovery>,
 }
 
 impl RecoveryPlan {
@@ -144,6 +147,9 @@ impl RecoveryPlan {
 
     /// The steps as sentences, in the order the broker takes them.
     pub fn steps(&self) -> Vec<String> {
+        if let Some(d) = &self.dledger {
+            return d.steps(self);
+        }
         let mut s = Vec::new();
         s.push(match self.mode {
             RecoveryMode::Normal => "no abort file: the last shutdown was clean; the broker runs \
@@ -289,19 +295,44 @@ impl Prepared {
             .start_index
             .and_then(|i| store.commitlog.segments.get(i))
             .map_or(0, |s| s.start);
+        let dledger = store.dledger.is_some();
         WalkOptions {
             check_crc,
             keyed_from: self.index_kept_end,
+            // DLedger: nothing is dispatched during recovery; the reput service starts at the
+            // consume queues' max offset, so keys below it are lost with their index file.
+            keyed_to: if dledger {
+                self.dispatch_from(store)
+            } else {
+                u64::MAX
+            },
             counted_from: match self.mode {
+                _ if dledger => self.dispatch_from(store),
                 RecoveryMode::Normal => self.max_phy_offset_of_consume_queue,
                 RecoveryMode::Abnormal => start,
             },
         }
     }
 
+    /// Where the broker's dispatch starts after a recovery that re-dispatches nothing (a clean
+    /// start, and every start of a DLedger-mode store): the consume queues' max offset.
+    pub fn dispatch_from(&self, store: &Store) -> u64 {
+        self.max_phy_offset_of_consume_queue
+            .max(store.commitlog.min_offset())
+    }
+
     /// Index of the first commitlog file [`finish`] needs a walk of.
     pub fn first_needed(&self, store: &Store) -> usize {
-        let start = self.start_index.unwrap_or(0);
+        let mut start = self.start_index.unwrap_or(0);
+        if store.dledger.is_some() {
+            let from = self.dispatch_from(store);
+            start = start.min(
+                store
+                    .commitlog
+                    .segments
+                    .partition_point(|s| s.start.saturating_add(s.len) <= from),
+            );
+        }
         let keyed = store
             .commitlog
             .segments
@@ -541,6 +572,17 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
     if checkpoint.is_none() && checkpoint_error.is_none() {
         notes.push("there is no checkpoint file: the broker starts with all times 0".into());
     }
+    let (mut start_index, mut start_reason) = (start_index, start_reason);
+    if let Some(l) = &store.dledger {
+        // DLedgerMmapFileStore.recover starts near the end of the data files.
+        let first = segs.partition_point(|s| s.start < l.divide());
+        if first < segs.len() {
+            start_index = Some(first.max(segs.len().saturating_sub(3)));
+            start_reason = "DLedgerMmapFileStore.recover: the third-to-last data file (or the \
+                            first whose first entry agrees with its index unit)"
+                .into();
+        }
+    }
     Ok(Prepared {
         version,
         mode,
@@ -690,15 +732,12 @@ pub fn finish(
     // What is dispatched again: abnormal recovery dispatches every record it scans; a clean
     // start (5.x during recovery, 4.9 by the reput service afterwards) dispatches what lies after
     // the consume queues' max offset.
+    let dledger_mode = store.dledger.is_some();
     let (redispatch_from, redispatch_to) = match prep.mode {
-        RecoveryMode::Abnormal => (start_offset, process_offset),
-        RecoveryMode::Normal => (
-            prep.max_phy_offset_of_consume_queue
-                .max(store.commitlog.min_offset()),
-            process_offset,
-        ),
+        RecoveryMode::Abnormal if !dledger_mode => (start_offset, process_offset),
+        _ => (prep.dispatch_from(store), process_offset),
     };
-    if prep.mode == RecoveryMode::Normal {
+    if prep.mode == RecoveryMode::Normal || dledger_mode {
         // Records before the scan start are not counted by the walks; the reput service reads
         // from the consume queues' max offset onward.
         redispatched = 0;
@@ -722,8 +761,13 @@ pub fn finish(
     // re-dispatch start.
     let mut index_records_lost = 0u64;
     if prep.mode == RecoveryMode::Abnormal && !prep.index_files_deleted.is_empty() {
+        let keyed_end = if dledger_mode {
+            redispatch_from
+        } else {
+            start_offset
+        };
         for (i, s) in segs.iter().enumerate() {
-            if s.start >= start_offset {
+            if s.start >= keyed_end {
                 break;
             }
             if let Some(w) = walks.get(i).copied().flatten() {
@@ -744,7 +788,12 @@ pub fn finish(
                 .to_string(),
         );
     }
+    let dledger = store
+        .dledger
+        .as_ref()
+        .map(|_| super::dledger::explain(store, prep, redispatch_from, index_records_lost));
     Ok(RecoveryPlan {
+        dledger,
         version: prep.version.clone(),
         mode: prep.mode,
         abort_present: store.abort.present,

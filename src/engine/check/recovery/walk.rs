@@ -96,6 +96,8 @@ pub struct WalkOptions {
     pub check_crc: bool,
     /// Count records with index keys at or after this commitlog offset (before the stop).
     pub keyed_from: u64,
+    /// ... and before this one.
+    pub keyed_to: u64,
     /// Count records at or after this commitlog offset (before the stop).
     pub counted_from: u64,
 }
@@ -105,6 +107,7 @@ impl Default for WalkOptions {
         WalkOptions {
             check_crc: true,
             keyed_from: u64::MAX,
+            keyed_to: u64::MAX,
             counted_from: u64::MAX,
         }
     }
@@ -482,7 +485,7 @@ fn on_record<F>(
         w.last_record_pos = Some(pos as u64);
         w.last_store_timestamp = m.store_timestamp;
         let at = m.position;
-        if at >= o.keyed_from && has_index_keys(m) {
+        if at >= o.keyed_from && at < o.keyed_to && has_index_keys(m) {
             w.keyed_from_count += 1;
         }
         if at >= o.counted_from {

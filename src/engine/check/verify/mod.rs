@@ -94,15 +94,18 @@ pub enum Part {
     Config,
     /// 5.x timer files: timerlog/, timerwheel, config/timercheck and timermetrics.
     Timer,
+    /// A DLedger-mode store's log: entries, index, checkpoint and currterm.
+    Dledger,
 }
 
 impl Part {
-    pub const ALL: [Part; 5] = [
+    pub const ALL: [Part; 6] = [
         Part::Commitlog,
         Part::ConsumeQueue,
         Part::Index,
         Part::Config,
         Part::Timer,
+        Part::Dledger,
     ];
 
     pub fn name(self) -> &'static str {
@@ -112,6 +115,7 @@ impl Part {
             Part::Index => "index",
             Part::Config => "config",
             Part::Timer => "timer",
+            Part::Dledger => "dledger",
         }
     }
 }
@@ -312,6 +316,16 @@ pub fn verify(
                 config.push(f);
             }
         }
+        if let Some(layout) = store.dledger.as_ref().filter(|_| opts.wants(Part::Dledger)) {
+            if let Err(e) = crate::format::dledger::check::check(layout, &mut |f| config.push(f)) {
+                config.push(Finding::new(
+                    Code::StoreUnreadable,
+                    &layout.dir,
+                    e.offset().unwrap_or(0),
+                    e.to_string(),
+                ));
+            }
+        }
         (structure, config)
     };
     std::thread::scope(|scope| {
@@ -368,10 +382,8 @@ fn verify_with_side(
         .and_then(|i| segs.get(i))
         .map_or(0, |s| s.start);
     let redispatch_from = match prep.mode {
-        RecoveryMode::Abnormal => start_offset,
-        RecoveryMode::Normal => prep
-            .max_phy_offset_of_consume_queue
-            .max(store.commitlog.min_offset()),
+        RecoveryMode::Abnormal if store.dledger.is_none() => start_offset,
+        _ => prep.dispatch_from(store),
     };
     let mut walk_opts = prep.walk_options(store, opts.check_crc);
     walk_opts.check_crc = opts.check_crc;

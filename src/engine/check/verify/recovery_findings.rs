@@ -256,6 +256,24 @@ pub(super) fn marker_findings(
     }
     let path = store.root.join(paths::ABORT);
     let action = plan.map(|p| {
+        if let Some(d) = &p.dledger {
+            let mut s = format!(
+                "DLedger recovery: data cut at {}, ledger end {}, committed index {} at load",
+                d.data_cut_pos,
+                d.ledger_end_index
+                    .map_or_else(|| "none".into(), |v| v.to_string()),
+                d.committed_index_at_load
+                    .map_or_else(|| "none".into(), |v| v.to_string())
+            );
+            if !p.index_files_deleted.is_empty() {
+                s.push_str(&format!(
+                    ", delete {} index files (not rebuilt: the dispatch starts at {})",
+                    p.index_files_deleted.len(),
+                    d.dispatch_from
+                ));
+            }
+            return s;
+        }
         let mut s = format!(
             "abnormal recovery: scan from {}",
             p.start_file
