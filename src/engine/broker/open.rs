@@ -355,6 +355,7 @@ impl Engine {
             consumequeue: true,
             index: true,
             index_naming: IndexNaming::Local,
+            dledger: None,
         }
     }
 
