@@ -77,7 +77,7 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     }
     if a.dledger_term < 0
         || a.dledger_index_file_size < 32
-        || a.dledger_index_file_size % 32 != 0
+        || !a.dledger_index_file_size.is_multiple_of(32)
         || a.dledger_self_id.is_empty()
         || a.dledger_self_id.contains(['/', '\\'])
     {
