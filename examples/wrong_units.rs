@@ -34,6 +34,7 @@ fn main() -> anyhow::Result<()> {
             consumequeue: false,
             index: false,
             index_naming: IndexNaming::Utc,
+            dledger: None,
         },
     )?;
     let name = |t: usize| format!("Topic{t:06}");

@@ -8,6 +8,7 @@ use clap::Args;
 use super::{output, ExitStatus};
 use crate::engine::store::generate::{generate, GenOptions};
 use crate::engine::store::safedir::{failpoint, mark_stage, remove_stage, unmark_stage};
+use crate::engine::store::writer::DledgerOutput;
 use crate::format::geometry::{resolve, GeometryInputs, GeometryOverrides};
 
 #[derive(Debug, Args)]
@@ -44,6 +45,27 @@ pub struct GenArgs {
     /// for clients such as ali-ons.
     #[arg(long)]
     pub plain: bool,
+    /// Write a DLedger-mode store (`enableDLegerCommitLog`): the commitlog as the entries of a
+    /// single-member group in `dledger-<self id>/` (data files of --commitlog-file-size bytes,
+    /// the DLedger index, checkpoint and currterm), consume queues and index files pointing at
+    /// the wrapped records.
+    #[arg(long)]
+    pub dledger: bool,
+    /// With --dledger: a converted store, normal mode for the first half of the operations
+    /// (`commitlog/`), DLedger mode after (from `dividedCommitlogOffset`, the end of the last
+    /// commitlog file).
+    #[arg(long, requires = "dledger")]
+    pub converted: bool,
+    /// With --dledger: the member's self id (`dLegerSelfId`).
+    #[arg(long, default_value = "n0", requires = "dledger")]
+    pub dledger_self_id: String,
+    /// With --dledger: the term of every entry (`currterm`).
+    #[arg(long, default_value_t = 0, requires = "dledger")]
+    pub dledger_term: i64,
+    /// With --dledger: DLedger index file size in bytes (a multiple of 32; DLedger's default
+    /// 160 MiB).
+    #[arg(long, default_value_t = crate::format::dledger::DEFAULT_INDEX_FILE_SIZE, requires = "dledger")]
+    pub dledger_index_file_size: u64,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -52,6 +74,16 @@ pub struct GenArgs {
 pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.cq_file_units == 0 || a.index_slots == 0 || a.index_entries < 2 {
         anyhow::bail!("--cq-file-units and --index-slots must be > 0, --index-entries > 1");
+    }
+    if a.dledger_term < 0
+        || a.dledger_index_file_size < 32
+        || !a.dledger_index_file_size.is_multiple_of(32)
+        || a.dledger_self_id.is_empty()
+        || a.dledger_self_id.contains(['/', '\\'])
+    {
+        anyhow::bail!(
+            "--dledger-term must be >= 0, --dledger-index-file-size a multiple of 32, --dledger-self-id a name"
+        );
     }
     crate::format::layout::ensure_outside_stores(&a.dir, "the store to generate", false)?;
     let geometry = resolve(&GeometryInputs {
@@ -72,6 +104,12 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         message_version: a.message_version,
         traces: a.traces,
         plain: a.plain,
+        dledger: a.dledger.then(|| DledgerOutput {
+            self_id: a.dledger_self_id.clone(),
+            term: a.dledger_term,
+            index_file_size: a.dledger_index_file_size,
+        }),
+        converted: a.converted,
     };
     // Rough size for the progress bar: about 1 KiB per operation.
     let pb = output::progress(a.messages.saturating_mul(1100), "generating");
@@ -107,6 +145,19 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             summary.delayed_delivered,
             summary.delayed_pending
         )?;
+        if a.dledger {
+            writeln!(
+                out,
+                "DLedger mode: {} entries in {}{}{}",
+                summary.dledger_entries,
+                crate::format::dledger::DIR_PREFIX,
+                a.dledger_self_id,
+                match summary.divided_commitlog_offset {
+                    Some(d) => format!(", converted: commitlog/ below offset {d}"),
+                    None => String::new(),
+                }
+            )?;
+        }
         if a.traces {
             writeln!(
                 out,

@@ -136,6 +136,7 @@ fn own_tail(root: &Path, n: usize, after_ts: i64) -> Vec<String> {
             consumequeue: true,
             index: true,
             index_naming: IndexNaming::Local,
+            dledger: None,
         },
     )
     .unwrap();

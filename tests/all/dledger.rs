@@ -867,3 +867,271 @@ fn uncommitted_entries_are_shown_and_never_served() {
     assert_eq!(r["records"], 2598);
     assert_eq!(r["units"], 2598);
 }
+
+/// The Java broker's records, re-appended through the store writer in DLedger mode (the
+/// converted store: its old records first, then the switch), against the Java files: every entry
+/// field by field and its wrapped record byte for byte, the data and DLedger index files, the
+/// checkpoint and currterm, the old commitlog with the blank at its old end, and the consume
+/// queues and index files dispatched from the DLedger positions.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn the_writer_in_dledger_mode_writes_the_brokers_files() {
+    use rmqstore::engine::store::index_builder::IndexNaming;
+    use rmqstore::engine::store::writer::{DledgerOutput, StoreWriter, WriterOptions};
+    use rmqstore::format::commitlog::read::{parse_record, Record};
+    use rmqstore::format::commitlog::{Commitlog, RecordIter};
+    use rmqstore::format::dledger::walk::walk;
+    use rmqstore::format::dledger::DledgerLayout;
+    use rmqstore::format::geometry::{Geometry, GeometryInputs, Source, Sourced};
+    use std::ops::ControlFlow;
+
+    let entries = |store: &Path| {
+        let l = DledgerLayout::find(store, &GeometryInputs::default())
+            .unwrap()
+            .unwrap();
+        let mut out = Vec::new();
+        let end = walk(&l, |v| {
+            out.push((v.header, v.body.to_vec()));
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert!(
+            end.stopped.is_none(),
+            "{}: {:?}",
+            store.display(),
+            end.stopped
+        );
+        out
+    };
+    let mut compared = 0;
+    for name in ["dledger-4.9", "dledger-converted-4.9"] {
+        let Some(dir) = oracle(name) else { continue };
+        compared += 1;
+        let store = dir.join("store");
+        let theirs = entries(&store);
+        let t = tempfile::tempdir().unwrap();
+        let ours_root = t.path().join("ours");
+        let geometry = Geometry {
+            commitlog_file_size: Sourced::new(1 << 20, Source::Flag),
+            cq_file_units: Sourced::new(500, Source::Flag),
+            index_slots: Sourced::new(1000, Source::Flag),
+            index_entries: Sourced::new(4000, Source::Flag),
+            ..Geometry::default()
+        };
+        let member = DledgerOutput {
+            self_id: "n0".into(),
+            term: 0,
+            index_file_size: 65536,
+        };
+        let converted = store.join("commitlog").is_dir();
+        let mut w = StoreWriter::create(
+            &ours_root,
+            WriterOptions {
+                geometry,
+                consumequeue: true,
+                index: true,
+                index_naming: IndexNaming::Utc,
+                dledger: (!converted).then(|| member.clone()),
+            },
+        )
+        .unwrap();
+        if converted {
+            let cl = Commitlog::open(&store.join("commitlog")).unwrap();
+            for seg in &cl.segments {
+                let map = seg.map().unwrap();
+                for r in RecordIter::new(&map, seg, true) {
+                    w.append_record(&r.unwrap()).unwrap();
+                }
+            }
+            w.convert_to_dledger(member).unwrap();
+        }
+        for (h, body) in &theirs {
+            let m = match parse_record(body, 0, h.record_offset() as u64, false).unwrap() {
+                Record::Message(m) => m,
+                other => panic!("{name}: entry {}: {other:?}", h.index),
+            };
+            let a = w.append_record(&m).unwrap();
+            assert_eq!(a.wrote_offset as i64, h.record_offset(), "{name}");
+        }
+        w.finish().unwrap();
+
+        // entry by entry, field by field, against the Java reader's view and the Java bytes
+        let ours = entries(&ours_root);
+        let java = java_entries(&dir);
+        assert_eq!(ours.len(), theirs.len(), "{name}");
+        assert_eq!(ours.len(), java.len(), "{name}");
+        for (((o, ob), (th, tb)), j) in ours.iter().zip(&theirs).zip(&java) {
+            let i = th.index;
+            assert_eq!(o.index, j["dledgerIndex"].as_i64().unwrap(), "{name} {i}");
+            assert_eq!(o.term, j["dledgerTerm"].as_i64().unwrap(), "{name} {i}");
+            assert_eq!(o.pos, j["dledgerPos"].as_i64().unwrap(), "{name} {i}");
+            assert_eq!(
+                o.size as i64,
+                j["entrySize"].as_i64().unwrap(),
+                "{name} {i}"
+            );
+            assert_eq!(
+                o.magic as i64,
+                j["dledgerMagic"].as_i64().unwrap(),
+                "{name} {i}"
+            );
+            assert_eq!(
+                o.channel as i64,
+                j["dledgerChannel"].as_i64().unwrap(),
+                "{name} {i}"
+            );
+            assert_eq!(
+                o.chain_crc as i64,
+                j["dledgerChainCrc"].as_i64().unwrap(),
+                "{name} {i}"
+            );
+            assert_eq!(
+                o.body_crc as i64,
+                j["dledgerBodyCrc"].as_i64().unwrap(),
+                "{name} {i}"
+            );
+            assert_eq!(o, th, "{name} {i}: header");
+            assert!(ob == tb, "{name} {i}: wrapped record bytes differ");
+        }
+        // the files: data (blank markers, zero tails), DLedger index, checkpoint, currterm
+        for sub in ["data", "index"] {
+            assert!(
+                tree(&ours_root.join("dledger-n0").join(sub))
+                    == tree(&store.join("dledger-n0").join(sub)),
+                "{name}: dledger-n0/{sub} differs"
+            );
+        }
+        for f in ["checkpoint", "checkpoint.bak", "currterm"] {
+            assert_eq!(
+                std::fs::read_to_string(ours_root.join("dledger-n0").join(f)).unwrap(),
+                std::fs::read_to_string(store.join("dledger-n0").join(f)).unwrap(),
+                "{name}: {f}"
+            );
+        }
+        if converted {
+            assert!(
+                tree(&ours_root.join("commitlog")) == tree(&store.join("commitlog")),
+                "{name}: commitlog/ (and the blank at its old end) differs"
+            );
+        }
+        assert!(
+            tree(&ours_root.join("consumequeue")) == tree(&store.join("consumequeue")),
+            "{name}: consume queues differ"
+        );
+        let contents = |d: &Path| -> Vec<Vec<u8>> { tree(d).into_iter().map(|(_, b)| b).collect() };
+        assert_eq!(
+            contents(&ours_root.join("index")),
+            contents(&store.join("index")),
+            "{name}: index files differ"
+        );
+    }
+    assert_eq!(compared, 2, "the DLedger oracle stores are missing");
+}
+
+/// `gen --dledger` (plain and converted) writes stores that verify clean, whose consume queues
+/// and index files `rebuild` reproduces, with the same messages as the normal-mode store.
+#[test]
+fn gen_dledger_stores_verify_clean_and_rebuild_the_same() {
+    let t = tempfile::tempdir().unwrap();
+    let small = [
+        "--messages",
+        "2500",
+        "--commitlog-file-size",
+        "1048576",
+        "--cq-file-units",
+        "500",
+        "--index-slots",
+        "1000",
+        "--index-entries",
+        "4000",
+        "--json",
+    ];
+    let gen = |name: &str, extra: &[&str]| -> (std::path::PathBuf, Value) {
+        let d = t.path().join(name);
+        let o = bin()
+            .arg("gen")
+            .arg(&d)
+            .args(small)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", said(&o.stderr));
+        (d, serde_json::from_slice(&o.stdout).unwrap())
+    };
+    let (normal, ns) = gen("normal", &[]);
+    let (plain, ps) = gen(
+        "dledger",
+        &["--dledger", "--dledger-index-file-size", "4096"],
+    );
+    let (conv, cs) = gen(
+        "converted",
+        &["--dledger", "--converted", "--dledger-term", "3"],
+    );
+    assert_eq!(ps["records"], ns["records"]);
+    assert_eq!(ps["dledger_entries"], ns["records"]);
+    assert_eq!(ps["divided_commitlog_offset"], Value::Null);
+    assert_eq!(cs["divided_commitlog_offset"], 2097152);
+    let old = cs["records"].as_u64().unwrap() - cs["dledger_entries"].as_u64().unwrap();
+    assert!(
+        old > 0 && cs["dledger_entries"].as_u64().unwrap() > 0,
+        "{cs}"
+    );
+    // the DLedger index of 4096-byte files: 128 units each, the last padded
+    let ix: Vec<_> = std::fs::read_dir(plain.join("dledger-n0/index"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .collect();
+    let entries = ps["dledger_entries"].as_u64().unwrap();
+    assert_eq!(ix.len() as u64, entries.div_ceil(128));
+    assert!(ix.iter().all(|&l| l == 4096));
+    assert_eq!(
+        std::fs::read_to_string(conv.join("dledger-n0/currterm")).unwrap(),
+        "voteLeader=n0\ncurrTerm=3\n"
+    );
+    for d in [&normal, &plain, &conv] {
+        let s = d.display().to_string();
+        let (lines, stderr, code) = run(&["verify", &s, "--json"]);
+        assert_eq!(code, 0, "{s}: {stderr} {lines:?}");
+        let sum = lines.last().unwrap();
+        assert_eq!(sum["errors"], 0, "{s}");
+        assert_eq!(sum["warnings"], 0, "{s}");
+        let out = t.path().join(format!(
+            "{}-rebuilt",
+            d.file_name().unwrap().to_str().unwrap()
+        ));
+        let (lines, stderr, code) = run(&["rebuild", &s, "--json", "--out", out.to_str().unwrap()]);
+        assert_eq!(code, 0, "{s}: {stderr}");
+        assert_eq!(lines.last().unwrap()["records"], ns["records"], "{s}");
+        assert!(
+            tree(&out.join("consumequeue")) == tree(&d.join("consumequeue")),
+            "{s}: consume queues differ"
+        );
+        let contents = |d: &Path| -> Vec<Vec<u8>> { tree(d).into_iter().map(|(_, b)| b).collect() };
+        assert_eq!(
+            contents(&out.join("index")),
+            contents(&d.join("index")),
+            "{s}"
+        );
+    }
+    // the same messages in every mode: bodies and keys by queue offset
+    let dump = |d: &Path| -> Vec<(Value, Value, Value, Value)> {
+        let (lines, _, code) = run(&["dump", "commitlog", d.to_str().unwrap(), "--json"]);
+        assert_eq!(code, 0);
+        lines
+            .iter()
+            .filter(|l| l["type"] == "message")
+            .map(|l| {
+                (
+                    l["topic"].clone(),
+                    l["queue_offset"].clone(),
+                    l["body_crc"].clone(),
+                    l["keys"].clone(),
+                )
+            })
+            .collect()
+    };
+    let n = dump(&normal);
+    assert_eq!(n.len() as u64, ns["records"].as_u64().unwrap());
+    assert!(dump(&plain) == n);
+    assert!(dump(&conv) == n);
+}

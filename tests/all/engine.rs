@@ -1149,6 +1149,7 @@ fn writer_resume_continues_byte_for_byte() {
         consumequeue: true,
         index: true,
         index_naming: IndexNaming::Utc,
+        dledger: None,
     };
     let msgs: Vec<Message> = (0..40)
         .map(|i| {

@@ -1654,6 +1654,8 @@ struct GenSummary {
     delayed_delivered: u64,
     trace_messages: u64,
     trace_records: u64,
+    dledger_entries: u64,
+    divided_commitlog_offset: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -2106,6 +2108,17 @@ fn gen_fits_the_schema() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("g");
     let r = run!("gen", dir.as_os_str(), "--messages", "50", "--json",);
+    r.report("gen", &[]);
+    let dir = tmp.path().join("d");
+    let r = run!(
+        "gen",
+        dir.as_os_str(),
+        "--messages",
+        "50",
+        "--dledger",
+        "--converted",
+        "--json",
+    );
     r.report("gen", &[]);
 }
 

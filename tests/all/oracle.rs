@@ -363,6 +363,7 @@ fn writer_reproduces_the_broker_files() {
                 consumequeue: true,
                 index: true,
                 index_naming: IndexNaming::Local,
+                dledger: None,
             },
         )
         .unwrap();

@@ -481,6 +481,7 @@ fn make_store(dir: &Path, n: usize) -> Vec<(String, &'static str)> {
             consumequeue: true,
             index: true,
             index_naming: IndexNaming::Utc,
+            dledger: None,
         },
     )
     .unwrap();

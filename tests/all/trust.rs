@@ -73,6 +73,7 @@ fn evil_store(root: &Path, evil: &Path) -> Vec<String> {
             consumequeue: true,
             index: true,
             index_naming: IndexNaming::Utc,
+            dledger: None,
         },
     )
     .unwrap();

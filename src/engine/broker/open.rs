@@ -356,6 +356,7 @@ impl Engine {
             consumequeue: true,
             index: true,
             index_naming: IndexNaming::Local,
+            dledger: None,
         }
     }
 

@@ -645,6 +645,7 @@ impl StoreExportWriter {
                         consumequeue: true,
                         index: true,
                         index_naming: IndexNaming::Local,
+                        dledger: None,
                     },
                 )
                 .map_err(ExportError::from)

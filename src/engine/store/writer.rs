@@ -4,6 +4,13 @@
 //! [`StoreWriter`] always writes into a directory of its own; switching a rebuilt or repaired
 //! directory into place is done by `SafeDir` (atomic rename after fsync, old files kept).
 //!
+//! With [`WriterOptions::dledger`] the records go into a DLedger-mode store instead
+//! (`dledger-<selfId>/`, DLEDGER.md): each record wrapped in an entry as `DLedgerCommitLog` appends
+//! it (PHYSICALOFFSET = entry pos + 48, which the consume queues and index files point at), the
+//! DLedger index unit of each entry, and the `checkpoint` and `currterm` properties files;
+//! [`StoreWriter::convert_to_dledger`] switches a normal store to that mode as a broker's first
+//! start in DLedger mode does (the converted layout).
+//!
 //! A process killed while appending leaves a torn record at the end of the last file; before a
 //! store is continued, [`torn_tail`] finds it with recovery's walk and [`cut_torn_tail`] cuts it,
 //! as the broker's recovery does.
@@ -22,6 +29,9 @@ use crate::format::commitlog::write::blank_record;
 use crate::format::commitlog::{prop, Message, MessageRef, END_FILE_MIN_BLANK_LENGTH};
 use crate::format::config::{persist, ConfigFile};
 use crate::format::consumequeue::write::QueueWriter;
+use crate::format::dledger::entry::{encode_file_end, EntryHeader};
+use crate::format::dledger::index::IndexFileWriter;
+use crate::format::dledger::{DledgerCheckpoint, IndexUnit, TermFile};
 use crate::format::error::{Error, ErrorKind, Result, WriterError};
 use crate::format::filename::offset_to_name;
 use crate::format::geometry::Geometry;
@@ -37,6 +47,41 @@ pub struct WriterOptions {
     pub index: bool,
     /// How new index files are named.
     pub index_naming: IndexNaming,
+    /// Write a DLedger-mode store (the commitlog as DLedger entries).
+    pub dledger: Option<DledgerOutput>,
+}
+
+/// The DLedger member a writer in DLedger mode plays: a single-replica group that elected
+/// itself, so every entry it appends is committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DledgerOutput {
+    /// `dLegerSelfId`: the folder is `dledger-<self_id>`.
+    pub self_id: String,
+    /// The leader term every entry is appended in (`currterm`'s `currTerm`).
+    pub term: i64,
+    /// `mappedFileSizeForEntryIndex` (a multiple of 32).
+    pub index_file_size: u64,
+}
+
+impl DledgerOutput {
+    /// Member `n0` in term 0 with DLedger's default index file size.
+    pub fn single() -> Self {
+        DledgerOutput {
+            self_id: "n0".into(),
+            term: 0,
+            index_file_size: crate::format::dledger::DEFAULT_INDEX_FILE_SIZE,
+        }
+    }
+}
+
+/// A writer's DLedger state: the next entry index and the index files being written.
+struct DledgerState {
+    out: DledgerOutput,
+    dir: PathBuf,
+    next_index: i64,
+    index: IndexFileWriter,
+    /// `dividedCommitlogOffset` of a converted store.
+    divide: Option<u64>,
 }
 
 /// What one append did, as the broker's `AppendMessageResult` reports it.
@@ -168,21 +213,32 @@ pub struct StoreWriter {
     last_store_timestamp: i64,
     last_cq_timestamp: i64,
     buf: Vec<u8>,
+    dledger: Option<DledgerState>,
 }
 
 impl StoreWriter {
-    /// Start writing a new store in `root` (created if missing; it must not hold a commitlog).
+    /// Start writing a new store in `root` (created if missing; it must not hold a commitlog,
+    /// nor DLedger data).
     pub fn create(root: &Path, options: WriterOptions) -> Result<Self> {
         std::fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let cl = root.join(paths::COMMITLOG);
-        if cl.is_dir()
-            && std::fs::read_dir(&cl)
-                .map_err(|e| Error::io(&cl, e))?
-                .next()
-                .is_some()
-        {
+        let non_empty = |d: &Path| -> Result<bool> {
+            Ok(d.is_dir()
+                && std::fs::read_dir(d)
+                    .map_err(|e| Error::io(d, e))?
+                    .next()
+                    .is_some())
+        };
+        if non_empty(&cl)? {
             return Err(WriterError::ExistingCommitlog { path: cl }.into());
         }
+        for member in crate::format::dledger::layout::member_dirs(root) {
+            let data = root.join(member).join(crate::format::dledger::DATA_DIR);
+            if non_empty(&data)? {
+                return Err(WriterError::ExistingCommitlog { path: data }.into());
+            }
+        }
+        let dledger_out = options.dledger.clone();
         let index = options
             .index
             .then(|| {
@@ -204,7 +260,68 @@ impl StoreWriter {
             last_store_timestamp: 0,
             last_cq_timestamp: 0,
             buf: Vec::new(),
+            dledger: None,
         })
+        .and_then(|mut w| {
+            if let Some(out) = dledger_out {
+                w.start_dledger(out, None)?;
+            }
+            Ok(w)
+        })
+    }
+
+    /// Go on in DLedger mode from here: a broker's first start with `enableDLegerCommitLog`
+    /// over a normal store (`DLedgerCommitLog.recover`). The last commitlog file gets a blank
+    /// record at its write position (unless it is full), and the DLedger data begin at the end
+    /// of that file (`dividedCommitlogOffset`); entry indexes begin at 0. Queue offsets and
+    /// index files go on across the divide.
+    pub fn convert_to_dledger(&mut self, out: DledgerOutput) -> Result<()> {
+        if self.dledger.is_some() {
+            return Ok(());
+        }
+        let file_size = self.options.geometry.commitlog_file_size.value;
+        if let Some(s) = self.segment.as_mut() {
+            let left = file_size - s.pos;
+            if left > 0 {
+                s.out
+                    .write_all(&blank_record(left as i32))
+                    .map_err(|e| Error::io(&s.path, e))?;
+            }
+        }
+        self.close_segment()?;
+        let divide = self.next_offset;
+        self.start_dledger(out, Some(divide))
+    }
+
+    fn start_dledger(&mut self, out: DledgerOutput, divide: Option<u64>) -> Result<()> {
+        let dir = self.root.join(format!(
+            "{}{}",
+            crate::format::dledger::DIR_PREFIX,
+            out.self_id
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let index = IndexFileWriter::create(
+            &dir.join(crate::format::dledger::INDEX_DIR),
+            out.index_file_size,
+        )?;
+        self.dledger = Some(DledgerState {
+            out,
+            dir,
+            next_index: 0,
+            index,
+            divide,
+        });
+        Ok(())
+    }
+
+    /// `dividedCommitlogOffset` when the writer converted the store to DLedger mode.
+    pub fn divide(&self) -> Option<u64> {
+        self.dledger.as_ref().and_then(|d| d.divide)
+    }
+
+    /// DLedger entries appended so far (0 in normal mode).
+    pub fn dledger_entries(&self) -> u64 {
+        self.dledger.as_ref().map_or(0, |d| d.next_index as u64)
     }
 
     /// Reopen a store this writer (or a broker) wrote, to append after its last record.
@@ -219,6 +336,18 @@ impl StoreWriter {
     pub fn resume(root: &Path, options: WriterOptions) -> Result<Self> {
         use crate::format::commitlog::{Commitlog, RecordIter, SegmentEnd};
         crate::engine::store::safedir::ensure_not_live(root)?;
+        if crate::format::dledger::layout::is_dledger_root(root) || options.dledger.is_some() {
+            return Err(Error::data(
+                root,
+                0,
+                ErrorKind::Invalid {
+                    what: "store to continue",
+                    detail:
+                        "a DLedger-mode store is not continued: its log belongs to a raft group"
+                            .into(),
+                },
+            ));
+        }
         let cl_dir = root.join(paths::COMMITLOG);
         let commitlog = if cl_dir.is_dir() {
             Commitlog::open(&cl_dir)?
@@ -256,6 +385,7 @@ impl StoreWriter {
             last_store_timestamp: 0,
             last_cq_timestamp: 0,
             buf: Vec::new(),
+            dledger: None,
         };
         let last = commitlog.segments.len() - 1;
         for (i, seg) in commitlog.segments.iter().enumerate() {
@@ -346,7 +476,10 @@ impl StoreWriter {
     }
 
     fn open_segment(&mut self, start: u64) -> Result<()> {
-        let dir = self.root.join(paths::COMMITLOG);
+        let dir = match &self.dledger {
+            Some(d) => d.dir.join(crate::format::dledger::DATA_DIR),
+            None => self.root.join(paths::COMMITLOG),
+        };
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
         let path = dir.join(offset_to_name(start));
         let f = File::create(&path).map_err(|e| Error::io(&path, e))?;
@@ -426,7 +559,15 @@ impl StoreWriter {
     ) -> Result<(u64, i64)> {
         let file_size = self.options.geometry.commitlog_file_size.value;
         let len = self.buf.len();
-        if (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size || len < PHYSICAL_OFFSET_END {
+        // In DLedger mode each record is wrapped in an entry (`MmapFileList.preAppend` keeps 8
+        // bytes for the file-end marker, as the commitlog does for its blank record).
+        let header = if self.dledger.is_some() {
+            crate::format::dledger::HEADER_SIZE
+        } else {
+            0
+        };
+        let stored = len + header;
+        if (stored + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size || len < PHYSICAL_OFFSET_END {
             return Err(WriterError::RecordDoesNotFit {
                 path: self.root.clone(),
                 len,
@@ -440,13 +581,17 @@ impl StoreWriter {
         let needs_roll = self
             .segment
             .as_ref()
-            .is_some_and(|s| (len + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size - s.pos);
+            .is_some_and(|s| (stored + END_FILE_MIN_BLANK_LENGTH) as u64 > file_size - s.pos);
         if needs_roll {
+            let dledger = self.dledger.is_some();
             if let Some(s) = self.segment.as_mut() {
                 let left = (file_size - s.pos) as i32;
-                s.out
-                    .write_all(&blank_record(left))
-                    .map_err(|e| Error::io(&s.path, e))?;
+                let end = if dledger {
+                    encode_file_end(left)
+                } else {
+                    blank_record(left)
+                };
+                s.out.write_all(&end).map_err(|e| Error::io(&s.path, e))?;
             }
             self.close_segment()?;
             self.open_segment(self.next_offset)?;
@@ -457,7 +602,8 @@ impl StoreWriter {
             }
             .into());
         };
-        let wrote_offset = seg.start + seg.pos;
+        let entry_pos = seg.start + seg.pos;
+        let wrote_offset = entry_pos + header as u64;
         let queue_offset = if queued {
             let next = self
                 .queue_offsets
@@ -472,10 +618,28 @@ impl StoreWriter {
         self.buf[QUEUE_OFFSET_AT..PHYSICAL_OFFSET_AT].copy_from_slice(&queue_offset.to_be_bytes());
         self.buf[PHYSICAL_OFFSET_AT..PHYSICAL_OFFSET_END]
             .copy_from_slice(&(wrote_offset as i64).to_be_bytes());
+        if let Some(d) = self.dledger.as_mut() {
+            let h = EntryHeader {
+                magic: crate::format::dledger::MAGIC,
+                size: stored as i32,
+                index: d.next_index,
+                term: d.out.term,
+                pos: entry_pos as i64,
+                channel: 0,
+                chain_crc: 0,
+                body_crc: 0,
+                body_size: len as i32,
+            };
+            seg.out
+                .write_all(&h.to_bytes())
+                .map_err(|e| Error::io(&seg.path, e))?;
+            d.index.push(&IndexUnit::of(&h))?;
+            d.next_index += 1;
+        }
         seg.out
             .write_all(&self.buf)
             .map_err(|e| Error::io(&seg.path, e))?;
-        seg.pos += len as u64;
+        seg.pos += stored as u64;
         Ok((wrote_offset, queue_offset))
     }
 
@@ -561,6 +725,31 @@ impl StoreWriter {
         };
         let p = self.root.join(paths::CHECKPOINT);
         write_synced(&p, &cp.to_bytes())?;
+        if let Some(d) = self.dledger.take() {
+            d.index.finish()?;
+            // A single member commits all it has; the checkpoint as the flush service and the
+            // shutdown leave it (the previous, equal content in `.bak`), the term it voted itself.
+            let end = d.next_index - 1;
+            let text = DledgerCheckpoint {
+                end_index: Some(end),
+                committed_index: Some(end),
+            }
+            .to_text();
+            for name in [
+                crate::format::dledger::CHECKPOINT_FILE.to_string(),
+                format!("{}.bak", crate::format::dledger::CHECKPOINT_FILE),
+            ] {
+                write_synced(&d.dir.join(name), text.as_bytes())?;
+            }
+            let term = TermFile {
+                curr_term: Some(d.out.term),
+                vote_leader: Some(d.out.self_id.clone()),
+            };
+            write_synced(
+                &d.dir.join(crate::format::dledger::CURRTERM_FILE),
+                term.to_text().as_bytes(),
+            )?;
+        }
         Ok(cp)
     }
 }
@@ -625,6 +814,7 @@ mod tests {
             consumequeue: true,
             index: false,
             index_naming: IndexNaming::Utc,
+            dledger: None,
         }
     }
 

@@ -98,66 +98,98 @@ pub struct IndexWritten {
     pub files: u64,
 }
 
-/// Write the index of the entries of `layout`'s data into `dir` (a new folder), as
-/// `DLedgerMmapFileStore` appends it: the unit of entry `i` at byte `i * 32` of the file list,
-/// files of `file_size` bytes named by their start offset (zeros after the last unit, as the
-/// broker's pre-allocated file). One walk over the data ([`super::walk::walk`]): it ends where
-/// the recovery's would, at the first entry that breaks the chain.
+/// Writes index units into a new folder as `DLedgerMmapFileStore` appends them: the unit of
+/// entry `i` at byte `i * 32` of the file list, files of `file_size` bytes named by their start
+/// offset (zeros after the last unit, as the broker's pre-allocated file). Units are given in
+/// index order; the first may be any index (a log whose first files were deleted).
+pub struct IndexFileWriter {
+    dir: std::path::PathBuf,
+    file_size: u64,
+    current: Option<(u64, std::path::PathBuf, std::io::BufWriter<std::fs::File>)>,
+    written: IndexWritten,
+}
+
+impl IndexFileWriter {
+    /// Start writing into `dir`, which is created and must not exist yet.
+    pub fn create(dir: &std::path::Path, file_size: u64) -> crate::format::error::Result<Self> {
+        use crate::format::error::Error;
+        std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))?;
+        Ok(IndexFileWriter {
+            dir: dir.to_path_buf(),
+            file_size: file_size.max(INDEX_UNIT as u64) / INDEX_UNIT as u64 * INDEX_UNIT as u64,
+            current: None,
+            written: IndexWritten::default(),
+        })
+    }
+
+    /// Write the unit of one entry at `unit.index * 32`.
+    pub fn push(&mut self, unit: &IndexUnit) -> crate::format::error::Result<()> {
+        use crate::format::error::Error;
+        use std::io::{Seek, SeekFrom, Write};
+        let i = u64::try_from(unit.index).map_err(|_| {
+            Error::data(
+                &self.dir,
+                0,
+                ErrorKind::Invalid {
+                    what: "DLedger entry index",
+                    detail: format!("{} is negative", unit.index),
+                },
+            )
+        })?;
+        let at = i.saturating_mul(INDEX_UNIT as u64);
+        let start = at / self.file_size * self.file_size;
+        if self.current.as_ref().map(|c| c.0) != Some(start) {
+            if let Some((_, p, w)) = self.current.take() {
+                finish(&p, w)?;
+            }
+            let path = self
+                .dir
+                .join(crate::format::filename::offset_to_name(start));
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| Error::io(&path, e))?;
+            f.set_len(self.file_size).map_err(|e| Error::io(&path, e))?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            w.seek(SeekFrom::Start(at - start))
+                .map_err(|e| Error::io(&path, e))?;
+            self.written.files += 1;
+            self.current = Some((start, path, w));
+        }
+        if let Some((_, p, w)) = self.current.as_mut() {
+            w.write_all(&unit.to_bytes()).map_err(|e| Error::io(p, e))?;
+        }
+        self.written.units += 1;
+        Ok(())
+    }
+
+    /// Flush and fsync the last file.
+    pub fn finish(mut self) -> crate::format::error::Result<IndexWritten> {
+        if let Some((_, p, w)) = self.current.take() {
+            finish(&p, w)?;
+        }
+        Ok(self.written)
+    }
+}
+
+/// Write the index of the entries of `layout`'s data into `dir` (a new folder) with
+/// [`IndexFileWriter`]. One walk over the data ([`super::walk::walk`]): it ends where the
+/// recovery's would, at the first entry that breaks the chain.
 pub fn write_index(
     layout: &super::DledgerLayout,
     dir: &std::path::Path,
     file_size: u64,
 ) -> crate::format::error::Result<IndexWritten> {
-    use crate::format::error::Error;
-    use std::io::{Seek, SeekFrom, Write};
     use std::ops::ControlFlow;
-
-    let file_size = file_size.max(INDEX_UNIT as u64) / INDEX_UNIT as u64 * INDEX_UNIT as u64;
-    std::fs::create_dir(dir).map_err(|e| Error::io(dir, e))?;
-    let mut out = IndexWritten::default();
-    let mut current: Option<(u64, std::path::PathBuf, std::io::BufWriter<std::fs::File>)> = None;
+    let mut w = IndexFileWriter::create(dir, file_size)?;
     let mut failed = None;
-    let open = |start: u64| -> crate::format::error::Result<_> {
-        let path = dir.join(crate::format::filename::offset_to_name(start));
-        let f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|e| Error::io(&path, e))?;
-        f.set_len(file_size).map_err(|e| Error::io(&path, e))?;
-        Ok((start, path, std::io::BufWriter::with_capacity(1 << 20, f)))
-    };
     super::walk::walk(layout, |v| {
-        if v.gap.is_some() {
+        if v.gap.is_some() || v.header.index < 0 {
             return ControlFlow::Break(());
         }
-        let Ok(i) = u64::try_from(v.header.index) else {
-            return ControlFlow::Break(());
-        };
-        let at = i.saturating_mul(INDEX_UNIT as u64);
-        let start = at / file_size * file_size;
-        let r = (|| -> crate::format::error::Result<()> {
-            if current.as_ref().map(|c| c.0) != Some(start) {
-                if let Some((_, p, w)) = current.take() {
-                    finish(&p, w)?;
-                }
-                let (s, p, mut w) = open(start)?;
-                w.seek(SeekFrom::Start(at - start))
-                    .map_err(|e| Error::io(&p, e))?;
-                out.files += 1;
-                current = Some((s, p, w));
-            }
-            if let Some((_, p, w)) = current.as_mut() {
-                w.write_all(&IndexUnit::of(&v.header).to_bytes())
-                    .map_err(|e| Error::io(p, e))?;
-            }
-            Ok(())
-        })();
-        match r {
-            Ok(()) => {
-                out.units += 1;
-                ControlFlow::Continue(())
-            }
+        match w.push(&IndexUnit::of(&v.header)) {
+            Ok(()) => ControlFlow::Continue(()),
             Err(e) => {
                 failed = Some(e);
                 ControlFlow::Break(())
@@ -167,10 +199,7 @@ pub fn write_index(
     if let Some(e) = failed {
         return Err(e);
     }
-    if let Some((_, p, w)) = current.take() {
-        finish(&p, w)?;
-    }
-    Ok(out)
+    w.finish()
 }
 
 /// Flush and fsync one written index file.

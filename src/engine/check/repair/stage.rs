@@ -730,6 +730,7 @@ fn scan_salvage(
                     consumequeue: true,
                     index: false,
                     index_naming: IndexNaming::Local,
+                    dledger: None,
                 },
             )?),
         };

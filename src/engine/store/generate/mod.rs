@@ -16,13 +16,18 @@
 //! queue, as the broker creates it) by count, size and age, with the traced ids and keys as
 //! KEYS and bodies over 4 KiB compressed, as the trace producer does. Batches are not traced.
 //! The tracing draws from its own random sequence, so everything else is the same as without.
+//!
+//! With [`GenOptions::dledger`] the same broker runs in DLedger mode (a single-member group, the
+//! writer's DLedger output); with [`GenOptions::converted`] it runs in normal mode for the first
+//! half of the operations and in DLedger mode after, as a broker switched to DLedger mode does.
+//! The messages are the same in every mode; only their offsets differ.
 
 use std::collections::VecDeque;
 use std::path::Path;
 
 use crate::engine::store::dispatch::{SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC};
 use crate::engine::store::index_builder::IndexNaming;
-use crate::engine::store::writer::{StoreWriter, WriterOptions};
+use crate::engine::store::writer::{DledgerOutput, StoreWriter, WriterOptions};
 use crate::format::commitlog::{encode_properties, prop, sysflag, Host, Message, MessageVersion};
 use crate::format::compression::{Compression, Compressor};
 use crate::format::config::files::{
@@ -51,6 +56,10 @@ pub struct GenOptions {
     /// Only what every client decodes: IPv4 born hosts, bodies plain or zlib with the bare
     /// COMPRESSED bit (no LZ4, zstd or compression-type bits).
     pub plain: bool,
+    /// Write a DLedger-mode store as this member.
+    pub dledger: Option<DledgerOutput>,
+    /// With `dledger`: normal mode for the first half of the operations, then DLedger mode.
+    pub converted: bool,
 }
 
 /// What was generated.
@@ -64,6 +73,10 @@ pub struct GenSummary {
     pub trace_messages: u64,
     /// Trace records in them.
     pub trace_records: u64,
+    /// DLedger entries written (DLedger mode).
+    pub dledger_entries: u64,
+    /// Where the DLedger data begin in a converted store (`dividedCommitlogOffset`).
+    pub divided_commitlog_offset: Option<u64>,
 }
 
 /// The ordinary topics and their consumer groups.
@@ -605,8 +618,14 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
             consumequeue: true,
             index: true,
             index_naming: IndexNaming::Utc,
+            dledger: opts.dledger.clone().filter(|_| !opts.converted),
         },
     )?;
+    let convert_at = opts
+        .dledger
+        .as_ref()
+        .filter(|_| opts.converted)
+        .map(|d| (opts.messages / 2, d.clone()));
     let levels = opts.geometry.delay_levels.value.len();
     let mut g = Gen {
         rng: Rng(opts.seed ^ 0x005E_ED0F_4B40_u64),
@@ -635,6 +654,11 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
     };
     let mut i = 0u64;
     while i < opts.messages {
+        if let Some((at, d)) = &convert_at {
+            if i == *at {
+                g.w.convert_to_dledger(d.clone())?;
+            }
+        }
         g.tick();
         g.deliver_due()?;
         match i % 100 {
@@ -662,7 +686,9 @@ pub fn generate(dir: &Path, opts: &GenOptions, progress: &dyn Fn(u64)) -> Result
     g.trace_flush(true)?;
     g.summary.delayed_pending = g.parked.iter().map(|q| q.len() as u64).sum();
     write_configs(&g)?;
-    let Gen { w, summary, .. } = g;
+    let Gen { w, mut summary, .. } = g;
+    summary.dledger_entries = w.dledger_entries();
+    summary.divided_commitlog_offset = w.divide();
     w.finish()?;
     progress(summary.bytes);
     Ok(summary)
