@@ -1,5 +1,5 @@
 //! Records the commit the binary is built from, for `rmqstore --version`, and what the tests'
-//! data and peers are: `rmqstore_oracle` when `../shared/oracle` holds the four Java-written
+//! data and peers are: `rmqstore_oracle` when `../shared/oracle` holds the seven Java-written
 //! stores, `rmqstore_ali_ons` when the Node.js client is installed and node runs. Tests that
 //! need either carry `#[cfg_attr(not(...), ignore = "...")]`, so the runner counts them as
 //! ignored rather than passed.
@@ -7,8 +7,17 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The oracle stores the tests read (tests/all/common/oracle.rs names the same four).
-const ORACLES: [&str; 4] = ["basic-4.9", "basic-5.x", "crashed-4.9", "timer-5.x"];
+/// The oracle stores the tests read (tests/all/common/oracle.rs names the same seven: `ORACLES`
+/// and `DLEDGER_ORACLES`).
+const ORACLES: [&str; 7] = [
+    "basic-4.9",
+    "basic-5.x",
+    "crashed-4.9",
+    "timer-5.x",
+    "dledger-4.9",
+    "dledger-crashed-4.9",
+    "dledger-converted-4.9",
+];
 
 fn main() {
     let git = |args: &[&str]| {

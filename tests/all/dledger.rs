@@ -11,11 +11,7 @@ use serde_json::Value;
 
 use crate::common::*;
 
-const DLEDGER: [&str; 3] = [
-    "dledger-4.9",
-    "dledger-crashed-4.9",
-    "dledger-converted-4.9",
-];
+const DLEDGER: [&str; 3] = DLEDGER_ORACLES;
 
 /// JSON lines on stdout (the summary last), stderr, exit code.
 fn run(args: &[&str]) -> (Vec<Value>, String, i32) {

@@ -320,6 +320,28 @@ struct Recovery {
     index_records_lost: u64,
     crc_checked: bool,
     notes: Vec<String>,
+    dledger: Option<DledgerRecovery>,
+}
+
+/// `recovery.dledger`: what a DLedger-mode store's next start does.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct DledgerRecovery {
+    ledger_begin_index: Option<i64>,
+    ledger_end_index: Option<i64>,
+    ledger_end_term: Option<i64>,
+    data_cut_pos: u64,
+    index_cut_pos: u64,
+    checkpoint_committed_index: Option<i64>,
+    committed_index_at_load: Option<i64>,
+    committed_pos_at_load: Option<u64>,
+    commit_rule: String,
+    committed_index_after_start: Option<i64>,
+    served_end: u64,
+    dispatch_from: u64,
+    notes: Vec<String>,
+    index_records_lost: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -2254,6 +2276,8 @@ fn the_dledger_stores_fit_the_schema() {
         run!("info", s, "--json").report("info", &["dledger_info"]);
         run!("dump", "dledger", s, "--json").report("dump dledger", &["dledger_entry"]);
         run!("dump", "dledger", s, "--index", "--json").report("dump dledger", &["dledger_index"]);
+        run!("verify", s, "--explain-recovery", "--json")
+            .report("verify --explain-recovery", &["recovery"]);
         let r = run!("dump", "commitlog", s, "--json");
         r.stream("dump commitlog", &[]);
         assert!(r.stdout.len() > 2000, "{name}");

@@ -56,7 +56,7 @@ fn ci_has_its_data() {
     if !cfg!(rmqstore_ali_ons) {
         panic!("CI: the build did not find node and tests/clients/ali-ons/node_modules");
     }
-    for name in ORACLES {
+    for name in ORACLES.iter().chain(&DLEDGER_ORACLES) {
         assert!(
             oracle_in(&oracle_root(), name).is_some(),
             "CI: {name} is absent"

@@ -1047,6 +1047,14 @@ fn oracle_queries_and_pulls_answer_as_the_java_store() {
     );
     let mut c = s.client();
     let q = common::java_queries(&dir);
+    let checked = java_answers_over_the_wire(&mut c, &q, true);
+    assert!(checked > 30, "{checked}");
+}
+
+/// The Java store's answers (`queries.json`) asked of a running `serve` over the wire: key
+/// lookups, pulls, lookups by offset, queue ends and (with `by_time`) offsets by time. Returns
+/// how many cases were checked.
+fn java_answers_over_the_wire(c: &mut Client, q: &serde_json::Value, by_time: bool) -> usize {
     let mut checked = 0;
     for case in q["queryMessage"].as_array().unwrap() {
         let mut cmd = RemotingCommand::request(codes::QUERY_MESSAGE, 0);
@@ -1124,22 +1132,24 @@ fn oracle_queries_and_pulls_answer_as_the_java_store() {
         assert_eq!(body.len() as i64, case["storeSize"].as_i64().unwrap());
         checked += 1;
     }
-    for case in q["getOffsetInQueueByTime"].as_array().unwrap() {
-        let (r, _) = c.call_header(
-            codes::SEARCH_OFFSET_BY_TIMESTAMP,
-            &SearchOffsetRequestHeader {
-                topic: case["topic"].as_str().unwrap().into(),
-                queue_id: case["queueId"].as_i64().unwrap() as i32,
-                timestamp: case["timestamp"].as_i64().unwrap(),
-                bname: None,
-            },
-        );
-        assert_eq!(
-            ext_i64(&r, "offset"),
-            case["offset"].as_i64().unwrap(),
-            "{case}"
-        );
-        checked += 1;
+    if by_time {
+        for case in q["getOffsetInQueueByTime"].as_array().unwrap() {
+            let (r, _) = c.call_header(
+                codes::SEARCH_OFFSET_BY_TIMESTAMP,
+                &SearchOffsetRequestHeader {
+                    topic: case["topic"].as_str().unwrap().into(),
+                    queue_id: case["queueId"].as_i64().unwrap() as i32,
+                    timestamp: case["timestamp"].as_i64().unwrap(),
+                    bname: None,
+                },
+            );
+            assert_eq!(
+                ext_i64(&r, "offset"),
+                case["offset"].as_i64().unwrap(),
+                "{case}"
+            );
+            checked += 1;
+        }
     }
     for case in q["queues"].as_array().unwrap() {
         let (r, _) = c.call_header(
@@ -1156,7 +1166,27 @@ fn oracle_queries_and_pulls_answer_as_the_java_store() {
         );
         checked += 1;
     }
-    assert!(checked > 30, "{checked}");
+    checked
+}
+
+/// DLedger-mode stores served as the Java store answered on them: the plain one and the one
+/// converted from normal mode (records on both sides of the divide).
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn dledger_stores_answer_over_the_wire_as_the_java_store() {
+    for name in ["dledger-4.9", "dledger-converted-4.9"] {
+        let Some(dir) = common::oracle(name) else {
+            return;
+        };
+        let s = start(
+            &dir.join("store"),
+            &["--index-slots", "1000", "--index-entries", "4000"],
+        );
+        let mut c = s.client();
+        let q = common::java_queries(&dir);
+        let checked = java_answers_over_the_wire(&mut c, &q, false);
+        assert!(checked > 30, "{name}: {checked}");
+    }
 }
 
 /// Requests with random codes, random values in the header fields the handlers read and random

@@ -7,13 +7,20 @@ use std::path::{Path, PathBuf};
 /// The oracle stores written by Apache RocketMQ's own Java store.
 pub const ORACLES: [&str; 4] = ["basic-4.9", "basic-5.x", "crashed-4.9", "timer-5.x"];
 
+/// The DLedger-mode oracle stores (tests/all/dledger.rs reads them; `build.rs` looks for them
+/// too).
+pub const DLEDGER_ORACLES: [&str; 3] = [
+    "dledger-4.9",
+    "dledger-crashed-4.9",
+    "dledger-converted-4.9",
+];
 /// Where the oracle stores are: `../shared/oracle` beside the repository.
 pub fn oracle_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/oracle")
 }
 
 /// `<root>/<name>` when it holds a store, else `None`. The build looks the same way
-/// (`build.rs` sets `rmqstore_oracle` when all of [`ORACLES`] are there).
+/// (`build.rs` sets `rmqstore_oracle` when all of [`ORACLES`] and [`DLEDGER_ORACLES`] are there).
 pub fn oracle_in(root: &Path, name: &str) -> Option<PathBuf> {
     let p = root.join(name);
     p.join("store").is_dir().then_some(p)

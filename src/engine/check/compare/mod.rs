@@ -142,6 +142,39 @@ pub struct OnlyRecord {
     pub dledger_term: Option<i64>,
 }
 
+impl OnlyRecord {
+    /// The record `m` of store `store`, with who holds it and who had not consumed it; `entry`
+    /// is its DLedger entry's index and term.
+    pub fn of(
+        m: &MessageRef<'_>,
+        kind: OnlyKind,
+        store: usize,
+        (held_by, missing_from): (Vec<usize>, Vec<usize>),
+        unconsumed_by: Vec<String>,
+        entry: Option<(i64, i64)>,
+    ) -> Self {
+        OnlyRecord {
+            kind,
+            store,
+            held_by,
+            missing_from,
+            commitlog_offset: m.position,
+            size: m.total_size,
+            topic: m.topic.to_string(),
+            queue_id: m.queue_id,
+            queue_offset: m.queue_offset,
+            store_timestamp: m.store_timestamp,
+            msg_id: m.offset_msg_id(),
+            uniq_key: m.uniq_key().map(|u| u.into_owned()),
+            keys: m.keys(),
+            tags: m.tags().map(|t| t.into_owned()),
+            unconsumed_by,
+            dledger_index: entry.map(|e| e.0),
+            dledger_term: entry.map(|e| e.1),
+        }
+    }
+}
+
 /// Where the records found only in some stores go (a printer, an export writer).
 pub trait Sink {
     /// `m` is the record as read from `file` of store `r.store`.

@@ -263,25 +263,7 @@ pub fn compare(
                 lost_bytes += raw.len() as u64;
                 (OnlyKind::Lost, same, missing)
             };
-            let r = OnlyRecord {
-                kind,
-                store: s,
-                held_by,
-                missing_from,
-                commitlog_offset: o,
-                size: m.total_size,
-                topic: m.topic.to_string(),
-                queue_id: m.queue_id,
-                queue_offset: m.queue_offset,
-                store_timestamp: m.store_timestamp,
-                msg_id: m.offset_msg_id(),
-                uniq_key: m.uniq_key().map(|u| u.into_owned()),
-                keys: m.keys(),
-                tags: m.tags().map(|t| t.into_owned()),
-                unconsumed_by,
-                dledger_index: None,
-                dledger_term: None,
-            };
+            let r = OnlyRecord::of(&m, kind, s, (held_by, missing_from), unconsumed_by, None);
             sink.record(&r, &m, file)?;
         }
         for &s in &holders {

@@ -320,25 +320,16 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
             done.extend(&same);
             lost_records += 1;
             lost_bytes += m.raw.len() as u64;
-            let r = OnlyRecord {
-                kind: OnlyKind::Lost,
-                store: s,
-                missing_from: (0..n).filter(|x| !same.contains(x)).collect(),
-                held_by: same,
-                commitlog_offset: m.position,
-                size: m.total_size,
-                topic: m.topic.to_string(),
-                queue_id: m.queue_id,
-                queue_offset: m.queue_offset,
-                store_timestamp: m.store_timestamp,
-                msg_id: m.offset_msg_id(),
-                uniq_key: m.uniq_key().map(|u| u.into_owned()),
-                keys: m.keys(),
-                tags: m.tags().map(|t| t.into_owned()),
+            let missing_from = (0..n).filter(|x| !same.contains(x)).collect();
+            let entry = Some((v.header.index, v.header.term));
+            let r = OnlyRecord::of(
+                &m,
+                OnlyKind::Lost,
+                s,
+                (same, missing_from),
                 unconsumed_by,
-                dledger_index: Some(v.header.index),
-                dledger_term: Some(v.header.term),
-            };
+                entry,
+            );
             sink.record(&r, &m, v.file)?;
         }
         for &s in &holders {

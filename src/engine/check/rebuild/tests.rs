@@ -81,11 +81,12 @@ fn a_file_walked_in_pieces_is_walked_as_in_one_go() {
         }
         for buf in &variants {
             let (want_walk, want) = walk_in_one(buf, seg, &opts);
+            let held = crate::format::mapped::Mapped::from_vec(&seg.path, buf.clone());
             for piece in [4096 * 2, 4096 * 3 + 17, 1 << 20] {
                 let mut got = Vec::new();
                 let prepare =
                     |m: &MessageRef<'_>, b: &mut Batch| b.add_kept(&src, seg, m, &opts, true);
-                let walk = walk_in_pieces(buf, seg, piece, &prepare, &mut |b| {
+                let walk = walk_in_pieces(&held, buf, seg, piece, &prepare, &mut |b| {
                     got.push(b);
                     Ok(())
                 })
