@@ -96,7 +96,7 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         StoreLock::acquire_existing(&root)?
     };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
-    store.refuse_dledger()?;
+    crate::engine::check::repair::refuse_unhandled(&store)?;
     let mode = match a.mode {
         ModeArg::Bridge => Mode::Bridge,
         ModeArg::Cut => Mode::Cut,
@@ -247,6 +247,7 @@ fn print(
                 "removed_bytes": removed.data + removed.files,
                 "removed_data_bytes": removed.data,
                 "removed_file_bytes": removed.files,
+                "dledger": p.dledger,
                 "store": dest.map(|(d, _)| d.display().to_string()),
                 "repair_folder": dest.map(|(d, r)| d.join(r).display().to_string()),
             }),
@@ -294,6 +295,18 @@ fn print(
                 )?,
             }
         }
+    }
+    if let Some(d) = p.dledger.as_ref().filter(|d| d.caught_up_from_leader) {
+        writeln!(
+            out,
+            "DLedger replica {}: keeps its entries up to index {} (term {}) as they were (none \
+             renumbered or rewritten); from index {} on, the replica will be caught up from the \
+             group's leader",
+            d.self_id,
+            d.last_index.map_or("(none)".into(), |i| i.to_string()),
+            d.last_term.map_or("(none)".into(), |t| t.to_string()),
+            d.first_cut_index.unwrap_or(0)
+        )?;
     }
     match dest {
         None => writeln!(
