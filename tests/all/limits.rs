@@ -501,6 +501,7 @@ fn many_queues_store(root: &Path, topics: usize) {
         consumequeue: true,
         index: false,
         index_naming: IndexNaming::Utc,
+        dledger: None,
     };
     let mut w = StoreWriter::create(root, options).unwrap();
     for q in 0..2i64 {
