@@ -48,7 +48,8 @@ pub struct RepairArgs {
     pub in_place: bool,
     /// What to do with a damaged range between intact records: `bridge` replaces it in place by
     /// tombstones and fillers (every intact record stays in service at its offsets); `cut` cuts
-    /// the commitlog there as the broker's recovery would and salvages what follows.
+    /// the commitlog there as the broker's recovery would and salvages what follows. A
+    /// DLedger-mode store is always cut (a replica's entries are never rewritten).
     #[arg(long, value_enum, default_value = "bridge")]
     pub mode: ModeArg,
     #[command(flatten)]

@@ -326,3 +326,53 @@ fn a_converted_store_is_still_refused() {
     );
     assert!(!t.path().join("out").exists());
 }
+
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn an_entry_breaking_the_index_chain_is_cut_not_renumbered() {
+    let t = scratch();
+    let mut at = 0;
+    let Some((orig, store)) = damaged(t.path(), |s, e| {
+        at = pos(&e[4100]) - LAST_START;
+        write_at(&s.join(LAST_FILE), at + 8, &7000i64.to_be_bytes());
+    }) else {
+        return;
+    };
+    let (summary, _) = repair_checked(&orig, &store, 4100, 110);
+    assert_eq!(summary["dledger"]["first_cut_index"], 4100);
+    assert!(
+        summary["cut"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("breaks the chain"),
+        "{summary}"
+    );
+}
+
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn in_place_switches_in_a_cut_replica() {
+    let t = scratch();
+    let Some((_, store)) = damaged(t.path(), |s, e| {
+        let last = e.last().unwrap();
+        let at = pos(last) - LAST_START;
+        write_at(&s.join(LAST_FILE), at + 100, &[0u8; 200]);
+    }) else {
+        return;
+    };
+    let out = bin()
+        .args(["repair", "--in-place"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", said(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("will be caught up from the group's leader"),
+        "{text}"
+    );
+    let v = bin().arg("verify").arg(&store).output().unwrap();
+    assert_eq!(v.status.code(), Some(0));
+    assert_eq!(entries(&store).len(), 4209);
+    assert!(repair_folder(&store).is_some());
+}
