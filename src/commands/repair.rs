@@ -48,7 +48,8 @@ pub struct RepairArgs {
     pub in_place: bool,
     /// What to do with a damaged range between intact records: `bridge` replaces it in place by
     /// tombstones and fillers (every intact record stays in service at its offsets); `cut` cuts
-    /// the commitlog there as the broker's recovery would and salvages what follows.
+    /// the commitlog there as the broker's recovery would and salvages what follows. A
+    /// DLedger-mode store is always cut (a replica's entries are never rewritten).
     #[arg(long, value_enum, default_value = "bridge")]
     pub mode: ModeArg,
     #[command(flatten)]
@@ -96,7 +97,7 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         StoreLock::acquire_existing(&root)?
     };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
-    store.refuse_dledger()?;
+    crate::engine::check::repair::refuse_unhandled(&store)?;
     let mode = match a.mode {
         ModeArg::Bridge => Mode::Bridge,
         ModeArg::Cut => Mode::Cut,
@@ -247,6 +248,7 @@ fn print(
                 "removed_bytes": removed.data + removed.files,
                 "removed_data_bytes": removed.data,
                 "removed_file_bytes": removed.files,
+                "dledger": p.dledger,
                 "store": dest.map(|(d, _)| d.display().to_string()),
                 "repair_folder": dest.map(|(d, r)| d.join(r).display().to_string()),
             }),
@@ -294,6 +296,18 @@ fn print(
                 )?,
             }
         }
+    }
+    if let Some(d) = p.dledger.as_ref().filter(|d| d.caught_up_from_leader) {
+        writeln!(
+            out,
+            "DLedger replica {}: keeps its entries up to index {} (term {}) as they were (none \
+             renumbered or rewritten); from index {} on, the replica will be caught up from the \
+             group's leader",
+            d.self_id,
+            d.last_index.map_or("(none)".into(), |i| i.to_string()),
+            d.last_term.map_or("(none)".into(), |t| t.to_string()),
+            d.first_cut_index.unwrap_or(0)
+        )?;
     }
     match dest {
         None => writeln!(

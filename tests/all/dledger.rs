@@ -1,7 +1,6 @@
 //! DLedger-mode stores: `dump dledger` and `info` against the Java answers of the three DLedger
 //! oracle stores (plain, crashed, converted from normal mode), the consume queues pointing at
-//! the wrapped records, damaged entries named by file and offset, and every command that does
-//! not read DLedger data yet refusing such a store; the records, queries, pulls, offsets and
+//! the wrapped records, damaged entries named by file and offset; the records, queries, pulls, offsets and
 //! rebuilt files of every read command against the Java answers, and the commit rules.
 
 use std::collections::HashMap;
@@ -346,50 +345,6 @@ fn dump_dledger_on_a_normal_store_says_so() {
         stderr.contains("not a DLedger-mode store: no dledger-<selfId>/data folder"),
         "{stderr}"
     );
-}
-
-/// `args` (the store inserted after the first `words` words) exit 2 naming the command.
-fn refuses(words: usize, args: &[&str]) {
-    let Some(dir) = oracle("dledger-4.9") else {
-        return;
-    };
-    let t = tempfile::tempdir().unwrap();
-    let out_dir = t.path().join("out").display().to_string();
-    let store = store_arg(&dir);
-    let mut a: Vec<&str> = args[..words].to_vec();
-    a.push(&store);
-    a.extend(
-        args[words..]
-            .iter()
-            .map(|s| if *s == "OUT" { out_dir.as_str() } else { s }),
-    );
-    let out = bin().args(&a).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{a:?}: {stderr}");
-    let command = args[..words].join(" ");
-    assert!(
-        stderr.contains(&format!(
-            "DLedger-mode store: {command} does not read DLedger data yet"
-        )),
-        "{a:?}: {stderr}"
-    );
-    assert!(out.stdout.is_empty(), "{a:?}");
-    assert!(!t.path().join("out").exists(), "{a:?} wrote its output");
-}
-
-macro_rules! refusal {
-    ($($name:ident: $words:expr, [$($arg:expr),*];)*) => {$(
-        #[test]
-        #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
-        fn $name() {
-            refuses($words, &[$($arg),*]);
-        }
-    )*};
-}
-
-refusal! {
-    repair_refuses_a_dledger_store: 1, ["repair", "--dry-run"];
-    repair_out_refuses_a_dledger_store: 1, ["repair", "--out", "OUT"];
 }
 
 /// The broker config of a DLedger oracle store with two more members in `dLegerPeers`: the

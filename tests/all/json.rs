@@ -1514,8 +1514,31 @@ struct RepairSummary {
     removed_bytes: u64,
     removed_data_bytes: u64,
     removed_file_bytes: u64,
+    dledger: Option<RepairDledger>,
     store: Option<String>,
     repair_folder: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RepairDledger {
+    self_id: String,
+    last_index: Option<i64>,
+    last_term: Option<i64>,
+    first_cut_index: Option<i64>,
+    checkpoint_was: Option<RepairDledgerCheckpoint>,
+    checkpoint: RepairDledgerCheckpoint,
+    index_rebuilt: bool,
+    caught_up_from_leader: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct RepairDledgerCheckpoint {
+    end_index: Option<i64>,
+    committed_index: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -11,6 +11,7 @@ mod compare;
 mod corrupt;
 mod damage;
 mod dledger;
+mod dledger_repair;
 mod dledger_verify;
 mod engine;
 mod inspect;

@@ -24,7 +24,7 @@ use crate::format::consumequeue::ConsumeQueue;
 use crate::format::dledger::layout::is_dledger_root;
 use crate::format::dledger::DledgerLayout;
 use crate::format::entry::{self, Entry, Kind};
-use crate::format::error::{DledgerError, Error, OpenError, Result};
+use crate::format::error::{Error, OpenError, Result};
 use crate::format::geometry::{resolve, Geometry, GeometryInputs};
 use crate::format::layout::{check_topic, NameError};
 
@@ -110,19 +110,6 @@ impl Store {
     /// to check what it wrote before it removes the marker.
     pub fn open_staged(root: &Path, inputs: &GeometryInputs) -> Result<Self> {
         Self::load(root, inputs)
-    }
-
-    /// Refuse a DLedger-mode store, for a command that does not handle one yet (the command
-    /// line names the command in the error).
-    pub fn refuse_dledger(&self) -> Result<()> {
-        match self.dledger {
-            Some(_) => Err(DledgerError::NotRead {
-                root: self.root.clone(),
-                command: "this command".into(),
-            }
-            .into()),
-            None => Ok(()),
-        }
     }
 
     fn load(root: &Path, inputs: &GeometryInputs) -> Result<Self> {

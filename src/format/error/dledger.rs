@@ -25,6 +25,9 @@ pub enum DledgerError {
         root.display()
     )]
     NotRead { root: PathBuf, command: String },
+    /// A DLedger-mode store repair does not handle (`why` says what it has).
+    #[error("{}: DLedger-mode store: repair does not handle {why} yet", root.display())]
+    NotRepaired { root: PathBuf, why: String },
 }
 
 impl DledgerError {
@@ -32,7 +35,8 @@ impl DledgerError {
         match self {
             DledgerError::SeveralMembers { root, .. }
             | DledgerError::NotDledger { root }
-            | DledgerError::NotRead { root, .. } => root,
+            | DledgerError::NotRead { root, .. }
+            | DledgerError::NotRepaired { root, .. } => root,
         }
     }
 }

@@ -24,6 +24,7 @@
 //! the wheel rebuilt from it, `config/timercheck` derived from both.
 
 mod bridge;
+mod dledger;
 mod plan;
 mod stage;
 mod timer;
@@ -45,6 +46,7 @@ use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 
 pub use crate::engine::store::safedir::STAGE_MARKER;
 pub use bridge::{Bridge, LostRecord, FILLER, FILLER_TOPIC, TOMBSTONE};
+pub use dledger::{refuse_unhandled, DledgerRepair};
 pub use plan::{plan, plan_mode, plan_with};
 pub use stage::apply;
 
@@ -131,6 +133,10 @@ pub struct Manifest {
     /// Messages of the repaired store's commitlog.
     pub messages_kept: u64,
     pub checkpoint: Option<Checkpoint>,
+    /// A DLedger-mode store: what became of its log (the replica is caught up from the group's
+    /// leader when it was cut).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dledger: Option<DledgerRepair>,
 }
 
 /// The bytes a repair moved to its repair folder, told apart.
@@ -209,6 +215,8 @@ pub struct Plan {
     pub salvage_bytes: u64,
     /// Messages the repaired commitlog keeps.
     pub messages_kept: u64,
+    /// A DLedger-mode store: what becomes of its log.
+    pub dledger: Option<DledgerRepair>,
     fates: Vec<Fate>,
     /// Per commitlog file: (position, bytes) patches of the rewrite.
     file_patches: BTreeMap<usize, Vec<(u64, Vec<u8>)>>,

@@ -14,6 +14,7 @@ use crate::engine::check::recovery::{FileWalk, StopReason, WalkProblem};
 use crate::engine::check::verify::{verify, Report, VerifyOptions};
 use crate::engine::store::{paths, Store};
 use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::SegmentKind;
 use crate::format::config::{
     load, ConfigFile, ConfigSource, ConsumerOffsets, DelayOffsets, SubscriptionGroups, TopicConfigs,
 };
@@ -75,12 +76,30 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
         file_patches: BTreeMap::new(),
         actions: Vec::new(),
     };
-    let mendable = mendable(store, &report)?;
+    // A DLedger log is a replica: no byte of an entry a peer may hold is rewritten (no header
+    // mended, no damage bridged); it is cut where its chain breaks.
+    let mode = if store.dledger.is_some() {
+        Mode::Cut
+    } else {
+        mode
+    };
+    let mendable = match store.dledger {
+        Some(_) => Vec::new(),
+        None => mendable(store, &report)?,
+    };
     let mut bridging = match mode {
         Mode::Bridge => bridging(store, &report)?,
         Mode::Cut => Bridging::none(&report),
     };
-    let cut = d.cut(chain_break(store, &report, &mendable, &bridging));
+    let mut brk = chain_break(store, &report, &mendable, &bridging);
+    if let Some(l) = &store.dledger {
+        if let Some((i, pos, why)) = super::dledger::chain_break(store, l)? {
+            if brk.as_ref().is_none_or(|b| (b.0, b.1) > (i, pos)) {
+                brk = Some(ChainBreak(i, pos, why, true));
+            }
+        }
+    }
+    let cut = d.cut(brk);
     let cut_offset = cut.as_ref().map(|c| c.offset);
     bridging
         .bridges
@@ -89,6 +108,15 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
     d.kept_files(&report, cut_offset);
     let (headers, patches) = d.headers(mendable, cut_offset);
     let (salvage_records, salvage_bytes) = d.salvage(cut.as_ref(), &report)?;
+    let dledger = match &store.dledger {
+        Some(l) => Some(super::dledger::plan(
+            l,
+            &report,
+            cut.as_ref(),
+            &mut d.actions,
+        )?),
+        None => None,
+    };
     let set_aside = set_aside_entries(store)?;
     for (e, why) in &set_aside {
         d.act(
@@ -165,6 +193,7 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
     }
     Ok(Plan {
         messages_kept: queues.records,
+        dledger,
         report,
         cut,
         bridges: bridging.bridges,
@@ -287,7 +316,9 @@ impl Draft<'_> {
                 for p in &w.problems {
                     match p {
                         WalkProblem::DirtyTail { .. } => keep = keep.min(data_end),
-                        WalkProblem::BlankSize { pos, .. } => {
+                        WalkProblem::BlankSize { pos, .. }
+                            if seg.kind == SegmentKind::Commitlog =>
+                        {
                             let left = size.saturating_sub(*pos) as i32;
                             self.file_patches
                                 .entry(i)

@@ -80,10 +80,22 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
 
     // Commitlog.
     let cl = stage.join(paths::COMMITLOG);
-    std::fs::create_dir_all(&cl).map_err(|e| Error::io(&cl, e))?;
+    if store.dledger.is_none() || store.commitlog.dir.is_dir() {
+        std::fs::create_dir_all(&cl).map_err(|e| Error::io(&cl, e))?;
+    }
     for (i, seg) in store.commitlog.segments.iter().enumerate() {
         stopped(store, plan)?;
         let relp = rel(store, &seg.path);
+        // A DLedger data file goes to its own folder (`dledger-<selfId>/data/`).
+        let cl = match seg.kind {
+            crate::format::commitlog::SegmentKind::Dledger => {
+                let d = stage.join(&relp);
+                let d = d.parent().map(Path::to_path_buf).unwrap_or(d);
+                std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+                d
+            }
+            crate::format::commitlog::SegmentKind::Commitlog => cl.clone(),
+        };
         let name = seg.path.file_name().map(PathBuf::from).unwrap_or_default();
         match plan.fates.get(i).cloned().unwrap_or(Fate::Keep) {
             // A file that ends in a blank record is full: no broker writes to it again, so the
@@ -139,6 +151,7 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
         salvaged_bytes: 0,
         messages_kept: 0,
         checkpoint: None,
+        dledger: plan.dledger.clone(),
     };
 
     // Consume queues and index from the kept records, compared with the old ones.
@@ -190,7 +203,17 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
     }
     stopped(store, plan)?;
     let timer_written = super::timer::TimerPlan::written(plan.timer.as_ref());
-    copy_others(store, stage, st, &timer_written)?;
+    let mut written: Vec<&str> = timer_written.to_vec();
+    let dledger_dir = store
+        .dledger
+        .as_ref()
+        .and_then(|l| l.dir.file_name())
+        .and_then(|n| n.to_str());
+    if let (Some(l), Some(d), Some(n)) = (&store.dledger, &plan.dledger, dledger_dir) {
+        super::dledger::stage(store, l, plan, d, stage, st)?;
+        written.push(n);
+    }
+    copy_others(store, stage, st, &written)?;
     if let Some(t) = &plan.timer {
         super::timer::stage(store, t, stage, st)?;
     }
@@ -370,7 +393,7 @@ impl Staging<'_> {
     /// Link every file of the tree `from` into `to`, or copy them with `copy` (folders made,
     /// symlinks linked as themselves, symlinked folders not followed); what cannot be linked
     /// (FIFOs, devices) is listed as removed.
-    fn link_tree(&mut self, from: &Path, to: &Path, copy: bool) -> Result<()> {
+    pub(super) fn link_tree(&mut self, from: &Path, to: &Path, copy: bool) -> Result<()> {
         std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
         for e in entry::list(from)? {
             let Some(name) = e.path.file_name() else {
@@ -398,7 +421,7 @@ impl Staging<'_> {
         Ok(())
     }
 
-    fn compare_tree(&mut self, old: &Path, new: &Path, why: &str) -> Result<()> {
+    pub(super) fn compare_tree(&mut self, old: &Path, new: &Path, why: &str) -> Result<()> {
         for (r, p) in files_below(old)? {
             if self.is_aside(&p) {
                 continue;
