@@ -1086,3 +1086,81 @@ fn gen_dledger_stores_verify_clean_and_rebuild_the_same() {
     assert!(dump(&plain) == n);
     assert!(dump(&conv) == n);
 }
+
+/// What a group left behind on a DLedger-mode store, exported and replayed: GroupA's 25 DLQ
+/// messages (all it had not consumed), each found again at its offset by its id, and a replay of
+/// the group that runs to idle and keeps the group's offsets.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn export_and_replay_hand_on_what_a_group_left() {
+    for name in ["dledger-4.9", "dledger-converted-4.9"] {
+        let Some(dir) = oracle(name) else { continue };
+        let store = dir.join("store");
+        let s = store.to_str().unwrap();
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("left.jsonl");
+        let out = bin()
+            .args([
+                "export",
+                s,
+                "--group",
+                "GroupA",
+                "--include",
+                "retry,delayed,dlq",
+            ])
+            .arg("--out")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        let lines: Vec<Value> = std::fs::read_to_string(&file)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 25, "{name}");
+        for m in &lines {
+            assert_eq!(m["topic"], "%DLQ%GroupA", "{name}");
+            let id = m["msg_id"].as_str().unwrap();
+            let (found, _, code) = run(&["query", s, "--msg-id", id, "--json"]);
+            assert_eq!(code, 0, "{name}: {id}");
+            assert_eq!(
+                found[0]["commitlog_offset"], m["commitlog_offset"],
+                "{name}"
+            );
+            assert_eq!(found[0]["body_crc"], m["body_crc"], "{name}");
+        }
+        let overlay = t.path().join("overlay");
+        let out = bin()
+            .args([
+                "replay",
+                s,
+                "--group",
+                "GroupA",
+                "--exec",
+                "true",
+                "--until-idle",
+            ])
+            .arg("--overlay")
+            .arg(&overlay)
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {out:?}");
+        // nothing was left to consume: the group's offsets are where they were
+        let topic_a = |file: &Path| -> String {
+            let text = std::fs::read_to_string(file).unwrap();
+            let at = text.find("\"TopicA@GroupA\"").expect("TopicA@GroupA");
+            text[at..]
+                .split('}')
+                .next()
+                .unwrap()
+                .replace(char::is_whitespace, "")
+        };
+        assert_eq!(
+            topic_a(&overlay.join("config/consumerOffset.json")),
+            topic_a(&store.join("config/consumerOffset.json")),
+            "{name}"
+        );
+    }
+}
