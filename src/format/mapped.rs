@@ -204,6 +204,27 @@ impl ReadAhead {
     }
 }
 
+/// Return the free memory of the allocator's arenas to the system (glibc `malloc_trim`; a no-op
+/// elsewhere). The allocator keeps what a finished phase freed; when the next phase allocates in
+/// other sizes (the commitlog pass of `verify` makes many small per-queue records, the plan of
+/// `repair` others), the process would hold both at once: on a store of 50,000 queues that puts
+/// `repair --dry-run` at 209 MB instead of 187 MB (README, "Measured"). Kept here with the maps,
+/// so that this module holds every `unsafe` of the crate.
+pub fn give_back_free_heap() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::os::raw::c_int;
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: malloc_trim only returns pages that hold no live allocation to the system; it
+        // takes the arenas' own locks and changes no memory the program uses.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

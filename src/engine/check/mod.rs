@@ -3,7 +3,6 @@
 
 pub mod compare;
 pub mod headers;
-pub mod heap;
 pub mod pieces;
 pub mod rebuild;
 pub mod recovery;

@@ -122,14 +122,17 @@ fn cursor_at(layout: &DledgerLayout, index: i64) -> anyhow::Result<EntryCursor<'
 pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareReport> {
     let stores = &opened.stores;
     let n = stores.len();
+    let not_dledger = |s: &crate::engine::Store| {
+        anyhow::anyhow!("{}: not a DLedger-mode store", s.root.display())
+    };
     let layouts: Vec<&DledgerLayout> = stores
         .iter()
-        .map(|s| s.dledger.as_ref().expect("opened as DLedger stores"))
-        .collect();
-    let infos: Vec<DledgerInfo> = stores
-        .iter()
-        .map(|s| summary(s).map(|i| i.expect("a DLedger store")))
-        .collect::<Result<_, _>>()?;
+        .map(|s| s.dledger.as_ref().ok_or_else(|| not_dledger(s)))
+        .collect::<anyhow::Result<_>>()?;
+    let mut infos: Vec<DledgerInfo> = Vec::with_capacity(n);
+    for s in stores {
+        infos.push(summary(s)?.ok_or_else(|| not_dledger(s))?);
+    }
     let offsets = stores
         .iter()
         .map(GroupOffsets::read)

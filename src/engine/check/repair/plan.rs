@@ -68,7 +68,7 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
         ..VerifyOptions::default()
     };
     let report = verify(store, &check, None)?;
-    crate::engine::check::heap::give_back_free_memory();
+    crate::format::mapped::give_back_free_heap();
     let mut d = Draft {
         store,
         size: store.geometry.commitlog_file_size.value,

@@ -476,7 +476,7 @@ fn verify_with_side(
         .map_err(|_| crate::format::Error::worker_panicked(&store.root, "a verify worker"))?;
     let dups = ctx.dups.finish();
     // the walk's per-piece queue records are freed: the queue phase allocates in other sizes
-    crate::engine::check::heap::give_back_free_memory();
+    crate::format::mapped::give_back_free_heap();
 
     mark_blanks_in_place(&mut merged.walks);
 
