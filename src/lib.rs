@@ -12,5 +12,6 @@ pub mod commands;
 pub mod engine;
 pub mod format;
 pub mod remoting;
+pub mod send;
 pub mod serve;
 pub mod tui;
