@@ -51,27 +51,46 @@ fn java_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-/// The bytes that are signed: values sorted by key, skipping `Signature` and the keys in
-/// `skip`, then the body.
-pub fn signing_content(ext: &ExtFields, body: &[u8], skip: &[&str]) -> Vec<u8> {
+/// The `extFields` values in signing order: sorted by key, without `Signature` and `skip`.
+fn signed_values<'a>(ext: &'a ExtFields, skip: &[&str]) -> Vec<&'a str> {
     let mut entries: Vec<(&str, &str)> = ext
         .iter()
         .filter(|(k, _)| *k != SIGNATURE && !skip.contains(k))
         .collect();
     entries.sort_by(|a, b| java_cmp(a.0, b.0));
-    let mut out =
-        Vec::with_capacity(entries.iter().map(|(_, v)| v.len()).sum::<usize>() + body.len());
-    for (_, v) in entries {
+    entries.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The bytes that are signed: values sorted by key, skipping `Signature` and the keys in
+/// `skip`, then the body.
+pub fn signing_content(ext: &ExtFields, body: &[u8], skip: &[&str]) -> Vec<u8> {
+    let values = signed_values(ext, skip);
+    let mut out = Vec::with_capacity(values.iter().map(|v| v.len()).sum::<usize>() + body.len());
+    for v in values {
         out.extend_from_slice(v.as_bytes());
     }
     out.extend_from_slice(body);
     out
 }
 
+fn new_mac(secret_key: &str) -> Hmac<Sha1> {
+    <Hmac<Sha1> as Mac>::new_from_slice(secret_key.as_bytes())
+        .expect("HMAC takes keys of every length")
+}
+
 fn mac(secret_key: &str, content: &[u8]) -> Hmac<Sha1> {
-    let mut mac = <Hmac<Sha1> as Mac>::new_from_slice(secret_key.as_bytes())
-        .expect("HMAC takes keys of every length");
+    let mut mac = new_mac(secret_key);
     mac.update(content);
+    mac
+}
+
+/// The MAC of [`signing_content`], fed piece by piece so a large body is not copied.
+fn mac_of_request(secret_key: &str, ext: &ExtFields, body: &[u8], skip: &[&str]) -> Hmac<Sha1> {
+    let mut mac = new_mac(secret_key);
+    for v in signed_values(ext, skip) {
+        mac.update(v.as_bytes());
+    }
+    mac.update(body);
     mac
 }
 
@@ -94,8 +113,10 @@ pub fn sign(
     if let Some(token) = security_token {
         ext.insert(SECURITY_TOKEN, token);
     }
-    let sig = signature(&signing_content(ext, body, &[]), secret_key);
-    ext.insert(SIGNATURE, sig);
+    let tag = mac_of_request(secret_key, ext, body, &[])
+        .finalize()
+        .into_bytes();
+    ext.insert(SIGNATURE, base64::engine::general_purpose::STANDARD.encode(tag));
 }
 
 /// The access key a request names, if any.
@@ -119,7 +140,7 @@ pub fn verify(ext: &ExtFields, body: &[u8], secret_key: &str) -> Result<(), AclE
         });
     };
     let matches = |skip: &[&str]| {
-        mac(secret_key, &signing_content(ext, body, skip))
+        mac_of_request(secret_key, ext, body, skip)
             .verify_slice(&given)
             .is_ok()
     };

@@ -430,6 +430,27 @@ custom_header! {
         topic: req String = "topic",
         group: req String = "group",
     }
+
+    /// UPDATE_AND_CREATE_TOPIC (17) request (`CreateTopicRequestHeader`). The 4.9.8 broker
+    /// does not read `order`; an orderly topic's queues are named on the name server
+    /// (`ORDER_TOPIC_CONFIG`, [`PutKvConfigRequestHeader`]).
+    CreateTopicRequestHeader {
+        topic: req String = "topic",
+        default_topic: req String = "defaultTopic",
+        read_queue_nums: req i32 = "readQueueNums",
+        write_queue_nums: req i32 = "writeQueueNums",
+        perm: req i32 = "perm",
+        topic_filter_type: req String = "topicFilterType",
+        topic_sys_flag: opt i32 = "topicSysFlag",
+        order: req bool = "order",
+    }
+
+    /// PUT_KV_CONFIG (100) request.
+    PutKvConfigRequestHeader {
+        namespace: req String = "namespace",
+        key: req String = "key",
+        value: req String = "value",
+    }
 }
 
 impl PullMessageRequestHeader {

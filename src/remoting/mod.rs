@@ -9,6 +9,7 @@
 //!   the JSON form and the binary `RocketMQSerializable` form.
 //! - [`codes`]: request and response codes with their Java names.
 //! - [`header`]: typed custom headers read from and written to `extFields`.
+//! - [`batch`]: the body of `SEND_BATCH_MESSAGE`, the batch's messages one after another.
 //! - [`body`]: the JSON bodies the consumer, admin and name-server requests carry, in fastjson's
 //!   dialect (bare integer keys, objects as map keys).
 //! - [`acl`]: HmacSHA1 request signatures of the plain ACL.
@@ -32,6 +33,7 @@
 //!   test for it, and no other code uses that number.
 
 pub mod acl;
+pub mod batch;
 pub mod body;
 pub mod codes;
 pub mod command;

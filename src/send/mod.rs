@@ -15,4 +15,7 @@ pub mod outgoing;
 pub mod producer;
 pub mod route;
 
+#[cfg(test)]
+mod tests;
+
 pub use outgoing::{Acked, Outgoing, SendStatus, SourceKey};
