@@ -116,7 +116,10 @@ pub fn sign(
     let tag = mac_of_request(secret_key, ext, body, &[])
         .finalize()
         .into_bytes();
-    ext.insert(SIGNATURE, base64::engine::general_purpose::STANDARD.encode(tag));
+    ext.insert(
+        SIGNATURE,
+        base64::engine::general_purpose::STANDARD.encode(tag),
+    );
 }
 
 /// The access key a request names, if any.

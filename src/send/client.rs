@@ -133,12 +133,7 @@ impl Shared {
         for (_, w) in waiters {
             let _ = w.send(Err(why.clone()));
         }
-        if let Some(reader) = self
-            .reader
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(reader) = self.reader.lock().unwrap_or_else(|p| p.into_inner()).take() {
             reader.abort();
         }
     }
@@ -201,8 +196,10 @@ struct WriteInProgress<'a> {
 impl Drop for WriteInProgress<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.shared
-                .close(self.shared.transport("a request was abandoned half-written"));
+            self.shared.close(
+                self.shared
+                    .transport("a request was abandoned half-written"),
+            );
         }
     }
 }
@@ -288,11 +285,7 @@ impl Connection {
         }
     }
 
-    async fn exchange(
-        &self,
-        mut cmd: RemotingCommand,
-        body: &[u8],
-    ) -> Result<Response, SendError> {
+    async fn exchange(&self, mut cmd: RemotingCommand, body: &[u8]) -> Result<Response, SendError> {
         let _slot = self
             .slots
             .acquire()
@@ -313,7 +306,8 @@ impl Connection {
                 None,
             );
         }
-        let invalid = |e: &dyn std::fmt::Display| SendError::Invalid(format!("request {}: {e}", cmd.code));
+        let invalid =
+            |e: &dyn std::fmt::Display| SendError::Invalid(format!("request {}: {e}", cmd.code));
         let header = cmd.encode_header().map_err(|e| invalid(&e))?;
         let frame = self
             .options
@@ -350,7 +344,8 @@ impl Connection {
 
     /// Ends the connection: waiting requests fail, the socket is shut down.
     pub async fn close(&self) {
-        self.shared.close(self.shared.transport("connection closed"));
+        self.shared
+            .close(self.shared.transport("connection closed"));
         let _ = self.writer.lock().await.shutdown().await;
     }
 }
@@ -440,10 +435,13 @@ async fn read_frames(rd: &mut OwnedReadHalf, shared: &Shared, codec: &FrameCodec
     }
 }
 
+/// The connection to one address, once opened; locked while it is being opened.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>;
+
 /// One connection per address, opened on first use and again after it ends.
 pub struct Pool {
     options: ClientOptions,
-    slots: Mutex<HashMap<String, Arc<tokio::sync::Mutex<Option<Arc<Connection>>>>>>,
+    slots: Mutex<HashMap<String, Slot>>,
 }
 
 impl Pool {

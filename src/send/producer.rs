@@ -295,17 +295,15 @@ impl Producer {
     /// Asks for the route again (name server, or the broker's topic table) and caches it.
     async fn fetch_route(&self, topic: &str) -> Result<TopicRoute, SendError> {
         let fetched = match (&self.direct, &self.config.broker) {
-            (Some(id), Some(addr)) => {
-                route::broker_topics(&self.pool, addr, self.config.timeout)
-                    .await
-                    .and_then(|topics| match topics.get(topic) {
-                        Some(cfg) => Ok(TopicRoute {
-                            topic: topic.to_string(),
-                            ..TopicRoute::from_topic_config(cfg, &id.name, addr)
-                        }),
-                        None => Err(SendError::TopicNotExist(topic.to_string())),
-                    })
-            }
+            (Some(id), Some(addr)) => route::broker_topics(&self.pool, addr, self.config.timeout)
+                .await
+                .and_then(|topics| match topics.get(topic) {
+                    Some(cfg) => Ok(TopicRoute {
+                        topic: topic.to_string(),
+                        ..TopicRoute::from_topic_config(cfg, &id.name, addr)
+                    }),
+                    None => Err(SendError::TopicNotExist(topic.to_string())),
+                }),
             _ => {
                 let first = self.namesrv_at.load(Ordering::Relaxed);
                 route::query_route(
@@ -748,4 +746,3 @@ impl<'a> Prepared<'a> {
         cmd
     }
 }
-

@@ -193,7 +193,10 @@ impl RouteCache {
 }
 
 /// A request with `header`.
-fn request_with<H: crate::remoting::header::CustomHeader>(code: i32, header: &H) -> RemotingCommand {
+fn request_with<H: crate::remoting::header::CustomHeader>(
+    code: i32,
+    header: &H,
+) -> RemotingCommand {
     let mut cmd = RemotingCommand::request(code, 0);
     cmd.write_header(header);
     cmd
@@ -287,7 +290,11 @@ pub fn cluster_masters(
             let names: Vec<&String> = info.cluster_addr_table.keys().collect();
             match names.as_slice() {
                 [one] => one.to_string(),
-                [] => return Err(SendError::Invalid("the name server knows no cluster".into())),
+                [] => {
+                    return Err(SendError::Invalid(
+                        "the name server knows no cluster".into(),
+                    ))
+                }
                 many => {
                     let list: Vec<&str> = many.iter().map(|s| s.as_str()).collect();
                     return Err(SendError::Invalid(format!(
@@ -309,7 +316,12 @@ pub fn cluster_masters(
     let masters: Vec<(String, String)> = names
         .into_iter()
         .filter_map(|name| {
-            let addr = info.broker_addr_table.get(&name)?.broker_addrs.get(&0)?.clone();
+            let addr = info
+                .broker_addr_table
+                .get(&name)?
+                .broker_addrs
+                .get(&0)?
+                .clone();
             Some((name, addr))
         })
         .collect();
@@ -390,9 +402,11 @@ pub async fn broker_identity(
 ) -> Result<BrokerIdentity, SendError> {
     let cmd = RemotingCommand::request(codes::GET_BROKER_CONFIG, 0);
     let resp = pool.request(addr, cmd, &[], timeout).await?;
-    let text = (resp.code() == codes::SUCCESS)
-        .then(|| String::from_utf8_lossy(&resp.body).into_owned())
-        .unwrap_or_default();
+    let text = if resp.code() == codes::SUCCESS {
+        String::from_utf8_lossy(&resp.body).into_owned()
+    } else {
+        String::new()
+    };
     let value = |key: &str| {
         text.lines()
             .filter_map(|l| l.split_once('='))

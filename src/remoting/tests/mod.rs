@@ -2,6 +2,7 @@
 //! errors that name their place ([`wire`], [`content`]), properties over arbitrary input
 //! ([`props`]) and hostile headers ([`limits`]).
 
+mod batch;
 mod content;
 mod limits;
 mod props;
