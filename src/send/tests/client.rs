@@ -254,3 +254,58 @@ async fn a_peer_that_does_not_listen_is_a_transport_error() {
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requests_share_one_connection_without_waiting_for_each_other() {
+    // each answer takes 20 ms: one at a time, 96 requests would take about 2 s
+    let peer = Peer::start(|req| {
+        Reply::Later(
+            Duration::from_millis(20),
+            RemotingCommand::response_to(&req.cmd, codes::SUCCESS, None),
+            Vec::new(),
+        )
+    })
+    .await;
+    let options = ClientOptions {
+        max_in_flight: 16,
+        ..ClientOptions::default()
+    };
+    let conn = std::sync::Arc::new(Connection::connect(&peer.addr, &options).await.unwrap());
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..96 {
+        let conn = conn.clone();
+        tasks.spawn(async move {
+            conn.request(
+                request(codes::GET_MAX_OFFSET),
+                &[1u8; 1000],
+                Duration::from_secs(5),
+            )
+            .await
+        });
+    }
+    let mut opaques = std::collections::BTreeSet::new();
+    while let Some(r) = tasks.join_next().await {
+        opaques.insert(r.unwrap().unwrap().command.opaque);
+    }
+    assert_eq!(opaques.len(), 96, "every answer reached its own request");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn the_producer_is_shared_between_tasks() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>(_: &T) {}
+    send_sync::<crate::send::producer::Producer>();
+    send_sync::<Pool>();
+    let producer: Option<&crate::send::producer::Producer> = None;
+    if let Some(p) = producer {
+        send(&p.send(&[]));
+        send(&p.route("T"));
+        send(&p.create_topic("T", 1, 6, false));
+    }
+}
