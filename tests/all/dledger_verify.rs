@@ -328,3 +328,58 @@ fn explain_recovery_says_what_the_java_recovery_does_to_the_crashed_store() {
     );
     assert!(!action.contains("dispatch 3082 messages again"), "{action}");
 }
+
+/// `DLedgerMmapFileStore.recover` starts at the third-to-last data file only when that file's
+/// first entry agrees with its index unit; else it searches backward for the nearest file whose
+/// first entry does. Here entry 2236 (the first of the third-to-last file) has a unit with
+/// another term: the walk starts one file earlier, and the explanation says why.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn explain_recovery_starts_where_a_first_entry_agrees_with_its_index_unit() {
+    const THIRD_TO_LAST: &str = "dledger-n0/data/00000000000003145728";
+    let t = tempfile::tempdir().unwrap();
+    let Some(store) = copy_of_dledger(t.path()) else {
+        return;
+    };
+    let start = |store: &Path| {
+        let (lines, stderr, _) = verify(store, &["--explain-recovery"]);
+        let plan = lines
+            .iter()
+            .find(|l| l["type"] == "recovery")
+            .unwrap_or_else(|| panic!("{stderr}"))
+            .clone();
+        (
+            plan["start_file"]["path"].as_str().unwrap().to_string(),
+            plan["start_reason"].as_str().unwrap().to_string(),
+        )
+    };
+    let (path, reason) = start(&store);
+    assert!(path.ends_with(THIRD_TO_LAST), "{path}");
+    assert!(reason.contains("index 2236"), "{reason}");
+
+    // Entry 2236's unit: index file 00000000000000065536, unit 2236 - 2048, its term field.
+    let unit = (2236 - 2048) * 32;
+    edit(&store.join("dledger-n0/index/00000000000000065536"), |b| {
+        put_i64(b, unit + 24, 9)
+    });
+    let (path, reason) = start(&store);
+    assert!(path.ends_with(D2), "{path}");
+    assert!(
+        reason.contains("1 file(s) before the third-to-last file")
+            && reason.contains("00000000000003145728: its first entry: its index unit's term is 9")
+            && reason.contains("index 1489"),
+        "{reason}"
+    );
+    let out = bin()
+        .arg("verify")
+        .arg(&store)
+        .arg("--explain-recovery")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("DLedgerMmapFileStore.recover checks the entries from")
+            && text.contains("00000000000002097152 on (1 file(s) before"),
+        "{text}"
+    );
+}
