@@ -96,6 +96,8 @@ fn get_i64(b: &[u8], at: usize) -> i64 {
 const D1: &str = "dledger-n0/data/00000000000001048576";
 const D2: &str = "dledger-n0/data/00000000000002097152";
 const LAST: &str = "dledger-n0/data/00000000000005242880";
+/// A data file after the last one.
+const AFTER_LAST: &str = "dledger-n0/data/00000000000006291456";
 /// Where the data ends in the last data file: 5569954 - 5242880.
 const LAST_END: u64 = 327_074;
 
@@ -178,11 +180,15 @@ fn matrix() -> Vec<(
             Some(0),
         ),
         (
-            "garbage after the last entry",
-            |s| edit(&s.join(LAST), |b| b[LAST_END as usize + 100] = 0xab),
+            "a data file after the end of the data holding bytes",
+            |s| {
+                let mut b = vec![0u8; 1 << 20];
+                b[4000] = 0xab;
+                std::fs::write(s.join(AFTER_LAST), b).unwrap()
+            },
             "dledger.blank_tail",
-            LAST,
-            Some(LAST_END + 100),
+            AFTER_LAST,
+            Some(4000),
         ),
         (
             "a foreign file name",
@@ -382,4 +388,42 @@ fn explain_recovery_starts_where_a_first_entry_agrees_with_its_index_unit() {
             && text.contains("00000000000002097152 on (1 file(s) before"),
         "{text}"
     );
+}
+
+/// Bytes after the last entry are a warning, as `commitlog.dirty_tail` is: the recovery ends the
+/// data at the last entry and the next append overwrites them; nothing served is lost.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn garbage_after_the_last_entry_is_a_warning_like_a_dirty_tail() {
+    let t = tempfile::tempdir().unwrap();
+    let Some(store) = copy_of_dledger(t.path()) else {
+        return;
+    };
+    edit(&store.join(LAST), |b| b[LAST_END as usize + 100] = 0xab);
+    for only in [&[][..], &["--only", "dledger"][..]] {
+        let (lines, stderr, exit) = verify(&store, only);
+        assert_eq!(exit, 0, "{only:?}: {stderr}");
+        let found = dledger_findings(&lines);
+        let [f] = found.as_slice() else {
+            panic!("{found:?}")
+        };
+        assert_eq!(f["code"], "dledger.blank_tail");
+        assert_eq!(f["severity"], "warning");
+        assert_eq!(f["file_offset"], LAST_END + 100);
+        assert!(Path::new(f["file"].as_str().unwrap()).ends_with(LAST));
+        assert!(
+            f["broker_action"]
+                .as_str()
+                .unwrap()
+                .contains("the next append overwrites these bytes"),
+            "{f}"
+        );
+        if only.is_empty() {
+            let dirty = lines
+                .iter()
+                .find(|l| l["code"] == "commitlog.dirty_tail")
+                .unwrap_or_else(|| panic!("{lines:?}"));
+            assert_eq!(dirty["severity"], f["severity"]);
+        }
+    }
 }
