@@ -1043,7 +1043,7 @@ fn uncommitted_dledger_entries_are_marked_in_the_browser() {
         let s = screen(&mut a, 200, 50);
         let marked = format!("{qo}*");
         assert_eq!(has(&s, &marked), with_peers, "{s:#?}");
-        assert_eq!(has(&s, &format!("{}*", qo - 1)), false, "{s:#?}");
+        assert!(!has(&s, &format!("{}*", qo - 1)), "{s:#?}");
         assert_eq!(
             has(&s, "* uncommitted DLedger entry (not served)"),
             with_peers,
