@@ -257,7 +257,22 @@ struct CompareSummary<'a> {
     config_differences: usize,
     lost_records: u64,
     lost_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    below_divide: Option<BelowDivide<'a>>,
     export: Option<ExportDone>,
+}
+
+/// Converted DLedger replicas: their `commitlog/` files below the divide, compared as a master's
+/// and its slaves'.
+#[derive(Debug, Serialize)]
+struct BelowDivide<'a> {
+    #[serde(serialize_with = "compare::one_based")]
+    keeper: usize,
+    keeper_reason: &'a str,
+    stores: &'a [StoreSide],
+    divergences: &'a [compare::Divergence],
+    lost_records: u64,
+    lost_bytes: u64,
 }
 
 fn range<T: std::fmt::Display>(a: Option<T>, b: Option<T>) -> String {
@@ -363,20 +378,8 @@ fn write_store(out: &mut dyn Write, s: &StoreSide, keeper: usize) -> std::io::Re
     Ok(())
 }
 
-fn write_report(
-    out: &mut dyn Write,
-    r: &CompareReport,
-    export: &Option<ExportDone>,
-) -> std::io::Result<()> {
-    for s in &r.stores {
-        write_store(out, s, r.keeper)?;
-    }
-    let who = match r.mode {
-        compare::Mode::Normal => "carries on",
-        compare::Mode::Dledger => "leads",
-    };
-    writeln!(out, "store {} {who}: {}", r.keeper + 1, r.keeper_reason)?;
-    for d in &r.divergences {
+fn write_divergences(out: &mut dyn Write, ds: &[compare::Divergence]) -> std::io::Result<()> {
+    for d in ds {
         let at = match (d.commitlog_offset, d.index) {
             (Some(o), _) => format!("at commitlog offset {o}"),
             (_, Some(i)) => format!("at index {i}"),
@@ -399,6 +402,23 @@ fn write_report(
             d.common_bytes
         )?;
     }
+    Ok(())
+}
+
+fn write_report(
+    out: &mut dyn Write,
+    r: &CompareReport,
+    export: &Option<ExportDone>,
+) -> std::io::Result<()> {
+    for s in &r.stores {
+        write_store(out, s, r.keeper)?;
+    }
+    let who = match r.mode {
+        compare::Mode::Normal => "carries on",
+        compare::Mode::Dledger => "leads",
+    };
+    writeln!(out, "store {} {who}: {}", r.keeper + 1, r.keeper_reason)?;
+    write_divergences(out, &r.divergences)?;
     for t in &r.truncations {
         let keeps = t
             .keeps_to_index
@@ -442,6 +462,27 @@ fn write_report(
             c.store_value.as_deref().unwrap_or("missing"),
             c.against + 1,
             c.against_value.as_deref().unwrap_or("missing"),
+        )?;
+    }
+    if let Some(b) = &r.below_divide {
+        writeln!(
+            out,
+            "below the divide (the converted stores' commitlog/, each broker's own):"
+        )?;
+        for s in &b.stores {
+            write_store(out, s, b.keeper)?;
+        }
+        writeln!(
+            out,
+            "store {} carries on: {}",
+            b.keeper + 1,
+            b.keeper_reason
+        )?;
+        write_divergences(out, &b.divergences)?;
+        writeln!(
+            out,
+            "lost below the divide: {} records ({} bytes)",
+            b.lost_records, b.lost_bytes
         )?;
     }
     if r.lost_records > 0 {
@@ -515,6 +556,14 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 config_differences: report.config.len(),
                 lost_records: report.lost_records,
                 lost_bytes: report.lost_bytes,
+                below_divide: report.below_divide.as_deref().map(|b| BelowDivide {
+                    keeper: b.keeper,
+                    keeper_reason: &b.keeper_reason,
+                    stores: &b.stores,
+                    divergences: &b.divergences,
+                    lost_records: b.lost_records,
+                    lost_bytes: b.lost_bytes,
+                }),
                 export,
             },
         )?;

@@ -49,7 +49,8 @@ pub struct RepairArgs {
     /// What to do with a damaged range between intact records: `bridge` replaces it in place by
     /// tombstones and fillers (every intact record stays in service at its offsets); `cut` cuts
     /// the commitlog there as the broker's recovery would and salvages what follows. A
-    /// DLedger-mode store is always cut (a replica's entries are never rewritten).
+    /// DLedger log is always cut (a replica's entries are never rewritten); a converted store's
+    /// `commitlog/` below the divide follows this option.
     #[arg(long, value_enum, default_value = "bridge")]
     pub mode: ModeArg,
     #[command(flatten)]
@@ -97,7 +98,6 @@ pub fn run(a: &RepairArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         StoreLock::acquire_existing(&root)?
     };
     let store = Store::open(&root, &a.geometry.inputs()?)?;
-    crate::engine::check::repair::refuse_unhandled(&store)?;
     let mode = match a.mode {
         ModeArg::Bridge => Mode::Bridge,
         ModeArg::Cut => Mode::Cut,
@@ -295,6 +295,19 @@ fn print(
                     l.proof
                 )?,
             }
+        }
+    }
+    if let Some(d) = p.dledger.as_ref() {
+        if let Some((a, b)) = d.uncommitted_kept {
+            writeln!(
+                out,
+                "DLedger entries {a}..={b} of {} are past the checkpoint's committedIndex {} \
+                 (the rule for a group with peers): kept as they are, as \
+                 DLedgerMmapFileStore.recover keeps them; the group's leader decides whether \
+                 they stay; the broker's dispatch indexes them once they are committed",
+                d.self_id,
+                d.checkpoint.committed_index.unwrap_or(-1)
+            )?;
         }
     }
     if let Some(d) = p.dledger.as_ref().filter(|d| d.caught_up_from_leader) {

@@ -257,7 +257,10 @@ codes! {
     DledgerIndexMismatch = "dledger.index_mismatch", Error, "a DLedger index unit missing or disagreeing with its entry (magic, pos, size, index, term): recovery rebuilds the index from there";
     DledgerCheckpointBeyond = "dledger.checkpoint_beyond", Error, "the DLedger checkpoint names a committed or end index past the last entry of the data: committed entries are missing";
     DledgerCheckpointUnreadable = "dledger.checkpoint_unreadable", Error, "the DLedger checkpoint file does not parse";
-    DledgerBlankTail = "dledger.blank_tail", Error, "non-zero bytes after the last DLedger entry, or a data file after the end of the data that holds bytes";
+    // A warning as `commitlog.dirty_tail` is, for the same reason: recovery ends the data at the
+    // last entry and the next append overwrites the bytes; nothing served is lost. A data file
+    // after the end that holds bytes is an error (recovery deletes the file and what it holds).
+    DledgerBlankTail = "dledger.blank_tail", Warning, "non-zero bytes after the last DLedger entry (recovery ends the data before them, the next append overwrites them); an error when a data file after the end of the data holds bytes (recovery deletes it)";
     DledgerFileName = "dledger.file_name", Error, "a DLedger data or index file whose name is not a 20-digit offset, not a multiple of the file size, or not where the previous file ends";
     DledgerFileSize = "dledger.file_size", Error, "a DLedger data or index file whose size differs from the others (or the configured size), or an index file not a multiple of 32 bytes";
     DledgerCurrtermUnreadable = "dledger.currterm_unreadable", Error, "currterm is missing, does not parse or has no currTerm while the log holds entries: the member would vote again in old terms";
@@ -330,6 +333,7 @@ mod tests {
         }
         assert_eq!(Code::from_name("commitlog.no_such_code"), None);
         assert_eq!(Code::CommitlogDirtyTail.severity(), Severity::Warning);
+        assert_eq!(Code::DledgerBlankTail.severity(), Severity::Warning);
         let f = Finding::new(
             Code::CommitlogCrcMismatch,
             Path::new("commitlog/0"),

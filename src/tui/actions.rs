@@ -85,7 +85,7 @@ impl App {
             self.status = "select a message first".into();
             return;
         };
-        if let Ok(Some(l)) = self.reader.message_at(o) {
+        if let Ok(Some((l, _))) = self.reader.message_shown_at(o) {
             let id = l.message.offset_msg_id();
             self.status = format!("copied {id}");
             self.terminal_request = Some(TerminalRequest::Copy(id));
@@ -93,7 +93,7 @@ impl App {
     }
 
     pub(super) fn body_of(&self, o: u64) -> Option<Vec<u8>> {
-        let l = self.reader.message_at(o).ok()??;
+        let (l, _) = self.reader.message_shown_at(o).ok()??;
         let m = &l.message;
         Some(
             m.decompressed_body()

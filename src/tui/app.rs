@@ -66,7 +66,13 @@ pub struct MsgRow {
     pub keys: String,
     pub size: i32,
     pub msg_id: String,
+    /// The record of an uncommitted DLedger entry: shown, marked, never served by the broker
+    /// until the group commits it.
+    pub uncommitted: bool,
 }
+
+/// What marks an uncommitted DLedger entry's row in the message list (after its queue offset).
+pub const UNCOMMITTED_MARK: &str = "*";
 
 impl MsgRow {
     pub fn of(queue_offset: u64, m: &MessageRef<'_>) -> Self {
@@ -78,13 +84,18 @@ impl MsgRow {
             keys: m.keys().join(" "),
             size: m.total_size,
             msg_id: m.offset_msg_id(),
+            uncommitted: false,
         }
     }
 
     /// The cells of the row as the list shows them.
     pub fn cells(&self) -> Vec<String> {
         vec![
-            self.queue_offset.to_string(),
+            if self.uncommitted {
+                format!("{}{UNCOMMITTED_MARK}", self.queue_offset)
+            } else {
+                self.queue_offset.to_string()
+            },
             format_utc(self.store_timestamp),
             self.tags.clone(),
             self.keys.clone(),

@@ -218,7 +218,7 @@ fn kv(k: &str, v: String) -> Line<'static> {
 
 /// The lines of the detail screen for the record at commitlog offset `offset`.
 pub fn lines(app: &App, offset: u64) -> Vec<Line<'static>> {
-    let loc = match app.reader.message_at(offset) {
+    let (loc, uncommitted) = match app.reader.message_shown_at(offset) {
         Ok(Some(l)) => l,
         Ok(None) => {
             return vec![Line::from(format!(
@@ -228,7 +228,32 @@ pub fn lines(app: &App, offset: u64) -> Vec<Line<'static>> {
         Err(e) => return vec![Line::from(e.to_string())],
     };
     let m = &loc.message;
-    let mut out = vec![
+    let mut out = Vec::new();
+    if uncommitted {
+        out.push(Line::from(Span::styled(
+            "UNCOMMITTED: this DLedger entry is past the committed position; the broker does not \
+             serve it until the group commits it (the leader decides whether it stays)",
+            Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        )));
+    }
+    if let Some(h) = app.reader.dledger_entry(offset) {
+        out.push(kv(
+            "dledger entry",
+            format!(
+                "index {}  term {}  pos {}  size {}  {}",
+                h.index,
+                h.term,
+                h.pos,
+                h.size,
+                if uncommitted {
+                    "uncommitted"
+                } else {
+                    "committed"
+                }
+            ),
+        ));
+    }
+    out.extend([
         kv(
             "file",
             format!(
@@ -282,7 +307,7 @@ pub fn lines(app: &App, offset: u64) -> Vec<Line<'static>> {
             "prepared tx offset",
             m.prepared_transaction_offset.to_string(),
         ),
-    ];
+    ]);
     for e in explain(m, &app.store().geometry) {
         out.push(Line::from(Span::styled(e, Style::new().fg(Color::Green))));
     }

@@ -172,9 +172,15 @@ pub fn scan_range(
         if u.is_pre_blank() || filter.is_some_and(|f| !f.may_match_unit(&u)) {
             return ControlFlow::Continue(());
         }
-        match u.commitlog_offset().map(|o| reader.message_at(o)) {
-            Some(Ok(Some(loc))) if filter.is_none_or(|f| f.matches(&loc.message)) => {
-                let flow = visit(MsgRow::of(qo, &loc.message));
+        // An uncommitted DLedger entry's record is listed, marked: the broker does not serve it.
+        match u.commitlog_offset().map(|o| reader.message_shown_at(o)) {
+            Some(Ok(Some((loc, uncommitted))))
+                if filter.is_none_or(|f| f.matches(&loc.message)) =>
+            {
+                let flow = visit(MsgRow {
+                    uncommitted,
+                    ..MsgRow::of(qo, &loc.message)
+                });
                 stopped = flow.is_break();
                 flow
             }

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
-use super::app::{count_of, plural, sort_names, App, InputKind, Screen};
+use super::app::{count_of, plural, sort_names, App, InputKind, Screen, UNCOMMITTED_MARK};
 use super::columns::{cut, cut_front, fit, width_of, Column, SPACING};
 use super::keys::{key_bar, HELP};
 use super::time::{format_utc, ZONE};
@@ -140,7 +140,12 @@ fn selected_text(app: &App) -> String {
             .map_or(String::new(), |r| {
                 // what the list cuts first comes first
                 format!(
-                    "qoffset {}  tags {}  keys {}  {} bytes  stored {} {ZONE}  id {}",
+                    "{}qoffset {}  tags {}  keys {}  {} bytes  stored {} {ZONE}  id {}",
+                    if r.uncommitted {
+                        "UNCOMMITTED DLedger entry, not served: "
+                    } else {
+                        ""
+                    },
                     r.queue_offset,
                     if r.tags.is_empty() { "-" } else { &r.tags },
                     if r.keys.is_empty() { "-" } else { &r.keys },
@@ -465,8 +470,13 @@ fn messages(f: &mut Frame<'_>, app: &App, area: Rect) {
         (Some((_, mf)), None) => format!(", {}", mf.describe()),
         _ => String::new(),
     };
+    let uncommitted = if visible.iter().any(|r| r.uncommitted) {
+        format!(", {UNCOMMITTED_MARK} uncommitted DLedger entry (not served)")
+    } else {
+        String::new()
+    };
     let title = format!(
-        " {shown} of {}{filter}{} ",
+        " {shown} of {}{filter}{}{uncommitted} ",
         q.map_or("no queue".into(), |q| offset_range(q.min, q.max)),
         filter_note(app)
     );

@@ -882,3 +882,110 @@ fn a_dledger_store_and_a_normal_one_are_refused() {
     assert_eq!(code, 2);
     assert!(err.contains("DLedger-mode store"), "{err}");
 }
+
+/// Close the `commitlog/` of a converted replica at its `n`-th record below the divide, as the
+/// switch to DLedger closes a broker's old commitlog: a blank record there, zeros after it.
+/// Returns the offset of the blank.
+fn end_old_commitlog_at(root: &Path, n: usize) -> u64 {
+    let old: Vec<u64> = records(root)
+        .into_iter()
+        .map(|r| r.offset)
+        .filter(|&o| o < 2097152)
+        .collect();
+    let at = old[n];
+    let (start, file) = numbered(&root.join("commitlog"))
+        .into_iter()
+        .rfind(|(s, _)| *s <= at)
+        .unwrap();
+    zero_from(&file, at - start);
+    let left = (std::fs::metadata(&file).unwrap().len() - (at - start)) as i32;
+    let mut blank = left.to_be_bytes().to_vec();
+    blank.extend_from_slice(&(0xcbd43194u32 as i32).to_be_bytes());
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.write_all_at(&blank, at - start).unwrap();
+    at
+}
+
+/// Converted replicas hold records below the divide in `commitlog/`, each broker's own (no raft
+/// entry): compare walks them as a master's and its slaves', with the leader carrying on. A
+/// replica whose old commitlog ended 100 records early (a slave behind its master when the group
+/// switched to DLedger) that leads loses the other's 100 records there, each named without a
+/// DLedger entry; led by the other, it only lags there and nothing is lost.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn converted_replicas_are_compared_below_the_divide() {
+    let Some(dir) = oracle("dledger-converted-4.9") else {
+        return;
+    };
+    let t = scratch();
+    let full = replica(&dir, &t.path().join("n0"), "n0");
+    let short = replica(&dir, &t.path().join("n1"), "n1");
+    let cut = end_old_commitlog_at(&short, 1400);
+    let tail: Vec<Rec> = records(&full)
+        .into_iter()
+        .filter(|r| r.offset >= cut && r.offset < 2097152)
+        .collect();
+    assert_eq!(tail.len(), 100);
+
+    // The short one leads (the same log above the divide: the first given is taken).
+    let (lines, err, code) = run(&[os(&short), os(&full), "--json".as_ref()]);
+    assert_eq!(code, 1, "{err}");
+    let s = summary(&lines);
+    assert_eq!(s["keeper"], 1);
+    assert_eq!(s["truncations"][0]["drops_entries"], 0);
+    let b = &s["below_divide"];
+    assert_eq!(b["keeper"], 1, "{s}");
+    assert_eq!(b["lost_records"], 100);
+    assert_eq!(s["lost_records"], 100);
+    let d = &b["divergences"][0];
+    assert_eq!(d["commitlog_offset"], cut);
+    assert_eq!(d["kind"], "against_ends");
+    assert_eq!(d["common_records"], 1400);
+    let roles: Vec<_> = b["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["role"].clone())
+        .collect();
+    assert_eq!(roles, ["keeps", "dropped"]);
+    let lost = of_type(&lines, "compare_record");
+    assert_eq!(lost.len(), 100);
+    for (l, r) in lost.iter().zip(&tail) {
+        assert_eq!(l["kind"], "lost");
+        assert_eq!(l["store"], 2);
+        assert_eq!(l["commitlog_offset"], r.offset);
+        assert_eq!(l["uniq_key"].as_str(), r.uniq.as_deref());
+        assert!(l["dledger_index"].is_null(), "{l}");
+    }
+
+    // The full one leads: the short one lags below the divide, nothing is lost.
+    let (lines, err, code) = run(&[os(&full), os(&short), "--json".as_ref()]);
+    assert_eq!(code, 0, "{err}");
+    let s = summary(&lines);
+    assert_eq!(s["lost_records"], 0);
+    let b = &s["below_divide"];
+    assert_eq!(b["stores"][1]["role"], "lags", "{s}");
+    assert_eq!(b["divergences"][0]["kind"], "store_ends");
+    assert_eq!(
+        of_type(&lines, "compare_record").len(),
+        100,
+        "kept records are listed"
+    );
+    assert!(of_type(&lines, "compare_record")
+        .iter()
+        .all(|l| l["kind"] == "kept"));
+
+    // The words.
+    let out = bin()
+        .arg("compare")
+        .arg(&short)
+        .arg(&full)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("below the divide") && text.contains("lost below the divide: 100 records"),
+        "{text}"
+    );
+}

@@ -96,6 +96,8 @@ fn get_i64(b: &[u8], at: usize) -> i64 {
 const D1: &str = "dledger-n0/data/00000000000001048576";
 const D2: &str = "dledger-n0/data/00000000000002097152";
 const LAST: &str = "dledger-n0/data/00000000000005242880";
+/// A data file after the last one.
+const AFTER_LAST: &str = "dledger-n0/data/00000000000006291456";
 /// Where the data ends in the last data file: 5569954 - 5242880.
 const LAST_END: u64 = 327_074;
 
@@ -178,11 +180,15 @@ fn matrix() -> Vec<(
             Some(0),
         ),
         (
-            "garbage after the last entry",
-            |s| edit(&s.join(LAST), |b| b[LAST_END as usize + 100] = 0xab),
+            "a data file after the end of the data holding bytes",
+            |s| {
+                let mut b = vec![0u8; 1 << 20];
+                b[4000] = 0xab;
+                std::fs::write(s.join(AFTER_LAST), b).unwrap()
+            },
             "dledger.blank_tail",
-            LAST,
-            Some(LAST_END + 100),
+            AFTER_LAST,
+            Some(4000),
         ),
         (
             "a foreign file name",
@@ -327,4 +333,97 @@ fn explain_recovery_says_what_the_java_recovery_does_to_the_crashed_store() {
         "{action}"
     );
     assert!(!action.contains("dispatch 3082 messages again"), "{action}");
+}
+
+/// `DLedgerMmapFileStore.recover` starts at the third-to-last data file only when that file's
+/// first entry agrees with its index unit; else it searches backward for the nearest file whose
+/// first entry does. Here entry 2236 (the first of the third-to-last file) has a unit with
+/// another term: the walk starts one file earlier, and the explanation says why.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn explain_recovery_starts_where_a_first_entry_agrees_with_its_index_unit() {
+    const THIRD_TO_LAST: &str = "dledger-n0/data/00000000000003145728";
+    let t = tempfile::tempdir().unwrap();
+    let Some(store) = copy_of_dledger(t.path()) else {
+        return;
+    };
+    let start = |store: &Path| {
+        let (lines, stderr, _) = verify(store, &["--explain-recovery"]);
+        let plan = lines
+            .iter()
+            .find(|l| l["type"] == "recovery")
+            .unwrap_or_else(|| panic!("{stderr}"))
+            .clone();
+        (
+            plan["start_file"]["path"].as_str().unwrap().to_string(),
+            plan["start_reason"].as_str().unwrap().to_string(),
+        )
+    };
+    let (path, reason) = start(&store);
+    assert!(path.ends_with(THIRD_TO_LAST), "{path}");
+    assert!(reason.contains("index 2236"), "{reason}");
+
+    // Entry 2236's unit: index file 00000000000000065536, unit 2236 - 2048, its term field.
+    let unit = (2236 - 2048) * 32;
+    edit(&store.join("dledger-n0/index/00000000000000065536"), |b| {
+        put_i64(b, unit + 24, 9)
+    });
+    let (path, reason) = start(&store);
+    assert!(path.ends_with(D2), "{path}");
+    assert!(
+        reason.contains("1 file(s) before the third-to-last file")
+            && reason.contains("00000000000003145728: its first entry: its index unit's term is 9")
+            && reason.contains("index 1489"),
+        "{reason}"
+    );
+    let out = bin()
+        .arg("verify")
+        .arg(&store)
+        .arg("--explain-recovery")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("DLedgerMmapFileStore.recover checks the entries from")
+            && text.contains("00000000000002097152 on (1 file(s) before"),
+        "{text}"
+    );
+}
+
+/// Bytes after the last entry are a warning, as `commitlog.dirty_tail` is: the recovery ends the
+/// data at the last entry and the next append overwrites them; nothing served is lost.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn garbage_after_the_last_entry_is_a_warning_like_a_dirty_tail() {
+    let t = tempfile::tempdir().unwrap();
+    let Some(store) = copy_of_dledger(t.path()) else {
+        return;
+    };
+    edit(&store.join(LAST), |b| b[LAST_END as usize + 100] = 0xab);
+    for only in [&[][..], &["--only", "dledger"][..]] {
+        let (lines, stderr, exit) = verify(&store, only);
+        assert_eq!(exit, 0, "{only:?}: {stderr}");
+        let found = dledger_findings(&lines);
+        let [f] = found.as_slice() else {
+            panic!("{found:?}")
+        };
+        assert_eq!(f["code"], "dledger.blank_tail");
+        assert_eq!(f["severity"], "warning");
+        assert_eq!(f["file_offset"], LAST_END + 100);
+        assert!(Path::new(f["file"].as_str().unwrap()).ends_with(LAST));
+        assert!(
+            f["broker_action"]
+                .as_str()
+                .unwrap()
+                .contains("the next append overwrites these bytes"),
+            "{f}"
+        );
+        if only.is_empty() {
+            let dirty = lines
+                .iter()
+                .find(|l| l["code"] == "commitlog.dirty_tail")
+                .unwrap_or_else(|| panic!("{lines:?}"));
+            assert_eq!(dirty["severity"], f["severity"]);
+        }
+    }
 }

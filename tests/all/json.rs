@@ -931,7 +931,21 @@ struct CompareSummary {
     config_differences: usize,
     lost_records: u64,
     lost_bytes: u64,
+    #[serde(default)]
+    below_divide: Option<CompareBelowDivide>,
     export: Option<CompareExport>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct CompareBelowDivide {
+    keeper: usize,
+    keeper_reason: String,
+    stores: Vec<CompareStore>,
+    divergences: Vec<CompareDivergence>,
+    lost_records: u64,
+    lost_bytes: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -1531,6 +1545,8 @@ struct RepairDledger {
     checkpoint: RepairDledgerCheckpoint,
     index_rebuilt: bool,
     caught_up_from_leader: bool,
+    commit_rule: String,
+    uncommitted_kept: Option<(i64, i64)>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -2548,6 +2564,7 @@ fn docs_name_every_field_of_every_type() {
         (sm("compare"), fields_of::<CompareSummary>()),
         (sm("compare"), fields_of::<CompareDivergence>()),
         (sm("compare"), fields_of::<CompareTruncation>()),
+        (sm("compare"), fields_of::<CompareBelowDivide>()),
         (sm("compare"), fields_of::<CompareExport>()),
     ];
     let mut missing = Vec::new();

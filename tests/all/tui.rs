@@ -901,6 +901,172 @@ fn detail_shows_a_text_body_and_a_decompressed_one() {
     assert!(has(&s, "shown decompressed"), "{s:#?}");
 }
 
+/// The records of an oracle store's Java answers (`messages.jsonl.gz`).
+fn java_records(dir: &Path) -> Vec<serde_json::Value> {
+    common::json_lines(&dir.join("messages.jsonl.gz"))
+}
+
+/// The DLedger oracle stores (plain, and converted: `commitlog/` below the divide) browse like
+/// any other: their topics listed, a queue's records with the ids, keys and bodies the Java
+/// store answered, a DLedger record's entry (index, term, pos) in its detail, and a record below
+/// the divide read from `commitlog/`.
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn dledger_stores_show_their_records_as_java_reads_them() {
+    for name in ["dledger-4.9", "dledger-converted-4.9"] {
+        let Some(dir) = oracle(name) else { continue };
+        let mut a = app(&dir.join("store"));
+        let s = screen(&mut a, 200, 50);
+        assert!(
+            has(&s, "TopicA") && has(&s, "[system] %DLQ%GroupA"),
+            "{name}: {s:#?}"
+        );
+        let java = java_records(&dir);
+        let divide = a.store().dledger.as_ref().map_or(0, |l| l.divide());
+        // The first record of TopicA/0, and its last (a DLedger record in both stores).
+        let in_queue: Vec<_> = java
+            .iter()
+            .filter(|r| r["topic"] == "TopicA" && r["queueId"] == 0)
+            .collect();
+        for r in [in_queue[0], in_queue[in_queue.len() - 1]] {
+            let qo = r["queueOffset"].as_u64().unwrap();
+            let offset = r["physicalOffset"].as_u64().unwrap();
+            a.open_queue("TopicA", 0, qo);
+            a.page = 20;
+            a.load_rows();
+            let row = a
+                .rows
+                .iter()
+                .find(|row| row.queue_offset == qo)
+                .unwrap_or_else(|| panic!("{name}: TopicA/0 offset {qo} not listed"))
+                .clone();
+            assert_eq!(row.offset, offset, "{name}");
+            assert_eq!(row.msg_id, r["offsetMsgId"].as_str().unwrap(), "{name}");
+            assert_eq!(row.keys, r["keys"].as_str().unwrap(), "{name}");
+            assert!(!row.uncommitted, "{name}");
+            let s = screen(&mut a, 200, 50);
+            assert!(
+                has(&s, &row.msg_id) && !has(&s, "uncommitted"),
+                "{name}: {s:#?}"
+            );
+            // the detail: the body the Java store read (its sha256), its key, its entry
+            let body = a
+                .reader
+                .message_at(offset)
+                .unwrap()
+                .unwrap()
+                .message
+                .body
+                .to_vec();
+            assert_eq!(
+                common::sha256_hex(&body),
+                r["bodySha256"].as_str().unwrap(),
+                "{name}"
+            );
+            a.open_detail(offset);
+            let s = screen(&mut a, 200, 80);
+            // the body's longest word (bodies are text: JSON with a padding word, or a phrase)
+            let text = String::from_utf8(body).unwrap();
+            let word = text
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .max_by_key(|w| w.len())
+                .unwrap();
+            let word = &word[..word.len().min(40)];
+            assert!(word.len() >= 4, "{name}: {text:?}");
+            assert!(has(&s, word), "{name}: body {word:?} not shown: {s:#?}");
+            assert!(has(&s, r["keys"].as_str().unwrap()), "{name}: {s:#?}");
+            let entry = s.iter().find(|l| l.contains("dledger entry"));
+            if offset < divide {
+                assert!(entry.is_none(), "{name}: {s:#?}");
+            } else {
+                let index = r["dledgerIndex"].as_i64().unwrap();
+                let entry = entry.unwrap_or_else(|| panic!("{name}: {s:#?}"));
+                assert!(
+                    entry.contains(&format!("index {index}  term 0  pos {}", offset - 48))
+                        && entry.contains("committed"),
+                    "{name}: {entry}"
+                );
+            }
+            key(&mut a, KeyCode::Esc);
+        }
+        if name == "dledger-converted-4.9" {
+            assert!(
+                in_queue[0]["physicalOffset"].as_u64().unwrap() < divide,
+                "the first record is below the divide"
+            );
+        }
+    }
+}
+
+/// With `dLegerPeers` naming other members, the crashed store's entries past the checkpoint's
+/// committedIndex (2598 on) are uncommitted: the browser lists their records marked, says so
+/// under the list and in the detail, and marks none of them without the peers (a single replica
+/// commits its whole log).
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn uncommitted_dledger_entries_are_marked_in_the_browser() {
+    let Some(dir) = oracle("dledger-crashed-4.9") else {
+        return;
+    };
+    let java = java_records(&dir);
+    let first = java.iter().find(|r| r["committedAtLoad"] == false).unwrap();
+    assert_eq!(first["dledgerIndex"], 2598);
+    let (topic, queue, qo) = (
+        first["topic"].as_str().unwrap(),
+        first["queueId"].as_i64().unwrap() as i32,
+        first["queueOffset"].as_u64().unwrap(),
+    );
+    let peers = GeometryInputs {
+        broker_conf: rmqstore::format::geometry::GeometryOverrides {
+            dledger_peers: Some("n0-127.0.0.1:40911;n1-127.0.0.1:40912;n2-127.0.0.1:40913".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for with_peers in [true, false] {
+        let inputs = if with_peers {
+            peers.clone()
+        } else {
+            GeometryInputs::default()
+        };
+        let mut a = App::new(Store::open(&dir.join("store"), &inputs).unwrap());
+        a.open_queue(topic, queue, qo - 1);
+        a.page = 10;
+        a.load_rows();
+        let row = |a: &App, o: u64| a.rows.iter().find(|r| r.queue_offset == o).cloned();
+        let before = row(&a, qo - 1).expect("the committed record before it");
+        let after = row(&a, qo).expect("the uncommitted record is listed");
+        assert!(!before.uncommitted);
+        assert_eq!(after.uncommitted, with_peers);
+        assert_eq!(after.msg_id, first["offsetMsgId"].as_str().unwrap());
+        a.msg_sel = qo;
+        let s = screen(&mut a, 200, 50);
+        let marked = format!("{qo}*");
+        assert_eq!(has(&s, &marked), with_peers, "{s:#?}");
+        assert!(!has(&s, &format!("{}*", qo - 1)), "{s:#?}");
+        assert_eq!(
+            has(&s, "* uncommitted DLedger entry (not served)"),
+            with_peers,
+            "{s:#?}"
+        );
+        assert_eq!(
+            has(&s, "UNCOMMITTED DLedger entry, not served"),
+            with_peers,
+            "{s:#?}"
+        );
+        a.open_detail(after.offset);
+        let s = screen(&mut a, 200, 80);
+        assert_eq!(
+            has(&s, "UNCOMMITTED: this DLedger entry"),
+            with_peers,
+            "{s:#?}"
+        );
+        let entry = s.iter().find(|l| l.contains("dledger entry")).unwrap();
+        assert!(entry.contains("index 2598"), "{entry}");
+        assert_eq!(entry.contains("uncommitted"), with_peers, "{entry}");
+    }
+}
+
 // ------------------------------------------------------------------------------------------
 // The real binary in tmux
 

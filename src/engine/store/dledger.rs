@@ -1,8 +1,9 @@
 //! What a DLedger-mode store's log holds, as the broker's `DLedgerMmapFileStore.recover` would
 //! find it at its next start: the ledger's first and last entry, the committed index and the
 //! position the broker serves up to, the divide of a converted store. Reads the first entry,
-//! walks the data from the last file that starts with an entry (as the recovery starts near the
-//! end), and reads the committed entry's index unit.
+//! walks the data from where the recovery starts (the third-to-last file, or the nearest earlier
+//! one whose first entry agrees with its index unit) to the first entry that breaks the chain,
+//! and reads the committed entry's index unit.
 
 use std::ops::ControlFlow;
 
@@ -10,6 +11,7 @@ use serde::Serialize;
 
 use super::Store;
 use crate::format::dledger::entry::{parse_slot, Slot};
+use crate::format::dledger::start::recovery_start;
 use crate::format::dledger::walk::{walk_from, IndexReader};
 use crate::format::dledger::{CommitRule, DledgerGeometry, DledgerLayout};
 use crate::format::error::Result;
@@ -166,22 +168,44 @@ fn summarize(layout: &DledgerLayout, served_end: Option<u64>) -> Result<DledgerI
         Some(_) => first_entry(0)?,
         None => None,
     };
-    // The recovery walks from near the end: the last file that starts with an entry.
-    let mut from = 0;
-    for n in (0..data.len()).rev() {
-        if first_entry(n)?.is_some() {
-            from = n;
-            break;
+    // The recovery walks from near the end (see `recovery_start`), and stops at the first entry
+    // that breaks the chain.
+    let start = recovery_start(layout)?;
+    for (p, why) in start.iter().flat_map(|s| &s.passed_over) {
+        notes.push(format!(
+            "DLedgerMmapFileStore.recover does not start at {}: {why}",
+            p.display()
+        ));
+    }
+    let mut last = None;
+    let mut broken = None;
+    let end = walk_from(layout, start.as_ref().map_or(0, |s| s.file), |v| {
+        if let Some(b) = &v.gap {
+            broken = Some((v.header.pos, b.clone()));
+            return ControlFlow::Break(());
         }
-    }
-    let end = walk_from(layout, from, |_| ControlFlow::Continue(()))?;
-    if let Some(e) = &end.stopped {
-        notes.push(format!("the data stops being a chain of entries: {e}"));
-    }
-    for p in &end.files_after_end {
-        notes.push(format!("{} lies after the end of the data", p.display()));
-    }
-    let last = end.last;
+        last = Some(v.header);
+        ControlFlow::Continue(())
+    })?;
+    let data_end_pos = match &broken {
+        Some((pos, b)) => {
+            notes.push(format!(
+                "the entry at pos {pos} breaks the chain ({} expected {}, found {}): the walk \
+                 stops there",
+                b.what, b.expected, b.found
+            ));
+            (*pos).max(0) as u64
+        }
+        None => {
+            if let Some(e) = &end.stopped {
+                notes.push(format!("the data stops being a chain of entries: {e}"));
+            }
+            for p in &end.files_after_end {
+                notes.push(format!("{} lies after the end of the data", p.display()));
+            }
+            end.end_pos
+        }
+    };
     let committed_index = match (cp.committed_index, last) {
         (Some(c), Some(l)) => Some(c.min(l.index)),
         _ => None,
@@ -212,12 +236,12 @@ fn summarize(layout: &DledgerLayout, served_end: Option<u64>) -> Result<DledgerI
         checkpoint_end_index: cp.end_index,
         committed_index,
         committed_pos,
-        data_end_pos: end.end_pos,
+        data_end_pos,
         index_end_pos: last.map_or(0, |h| (h.index.max(-1) + 1) as u64 * 32),
         divided_commitlog_offset: layout.divide(),
         converted: layout.converted,
         commit_rule: layout.commit_rule,
-        served_end: served_end.unwrap_or(end.end_pos),
+        served_end: served_end.unwrap_or(data_end_pos),
         geometry: layout.geometry.clone(),
         data_files: files(&layout.data),
         index_files: files(&layout.index),

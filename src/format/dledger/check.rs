@@ -14,7 +14,7 @@ use super::walk::{walk, IndexReader, WalkEnd};
 use super::{DledgerLayout, INDEX_UNIT};
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::filename::Listing;
-use crate::format::finding::{Code, Finding};
+use crate::format::finding::{Code, Finding, Severity};
 use crate::format::mapped::Mapped;
 
 /// What the check saw, for the caller's summary and the recovery explanation.
@@ -236,6 +236,13 @@ fn tail(layout: &DledgerLayout, end: &WalkEnd, out: &mut dyn FnMut(Finding)) -> 
         let rest = map.get(from..).unwrap_or_default();
         if let Some(k) = rest.iter().position(|&b| b != 0) {
             let offset = (from + k) as u64;
+            // After the last entry: a warning (the next append overwrites the bytes); a whole
+            // file after the end of the data: an error (recovery deletes it).
+            let severity = if i == n {
+                Severity::Warning
+            } else {
+                Severity::Error
+            };
             out(Finding::new(
                 Code::DledgerBlankTail,
                 &f.path,
@@ -252,6 +259,7 @@ fn tail(layout: &DledgerLayout, end: &WalkEnd, out: &mut dyn FnMut(Finding)) -> 
                     )
                 },
             )
+            .with_severity(severity)
             .with_action(if i == n {
                 "recovery stops at the last entry; the next append overwrites these bytes"
             } else {

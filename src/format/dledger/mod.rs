@@ -7,6 +7,7 @@
 //! - [`props`]: the `checkpoint` (end and committed index) and `currterm` (term and vote)
 //!   properties files.
 //! - [`check`]: the log's invariants as verify findings.
+//! - [`start`]: the data file the broker's recovery walk starts at.
 //! - [`layout`]: finding the DLedger folder, its self id, files and geometry, and the divide of
 //!   a converted store (old records below it in `commitlog/`).
 //!
@@ -17,6 +18,7 @@ pub mod entry;
 pub mod index;
 pub mod layout;
 pub mod props;
+pub mod start;
 pub mod walk;
 
 #[cfg(test)]

@@ -8,7 +8,9 @@
 //! - DLedger mode ([`replicas`]): raft elects the replica with the highest (last entry's term,
 //!   then its index); each other replica is compared with it from its end downwards and
 //!   truncated after the last entry they share when it rejoins. The entries it drops, held by no
-//!   replica that keeps them, are lost.
+//!   replica that keeps them, are lost. Converted replicas' `commitlog/` files below the divide
+//!   are this broker's own, never replicated by raft: they are compared as in normal mode, with
+//!   the leader as the store that carries on (it serves its own below the divide).
 //!
 //! Every record found only in some stores is handed to a [`Sink`] as the walk meets it (nothing
 //! is collected: memory does not grow with the stores), with the consumer groups that had not
@@ -372,9 +374,15 @@ pub struct CompareReport {
     /// DLedger mode: what each replica drops when it rejoins.
     pub truncations: Vec<replicas::Truncation>,
     pub config: Vec<ConfigDifference>,
-    /// Records that would be lost (each counted once, whichever stores hold it).
+    /// Records that would be lost (each counted once, whichever stores hold it), below a
+    /// converted store's divide too.
     pub lost_records: u64,
     pub lost_bytes: u64,
+    /// DLedger replicas of which one is converted: their `commitlog/` files below the divide,
+    /// compared as a master's and its slaves' (the leader serves its own; what only the others
+    /// hold there is lost while it leads).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub below_divide: Option<Box<CompareReport>>,
 }
 
 /// Compare the opened stores, handing every record found only in some of them to `sink`.
@@ -388,7 +396,12 @@ pub fn compare(
         Mode::Dledger => replicas::compare(opened, sink)?,
     };
     report.config = config_diff::differences(&opened.stores, report.keeper)?;
-    for (side, sig) in report.stores.iter_mut().zip(&opened.signals) {
+    let below = report
+        .below_divide
+        .iter_mut()
+        .flat_map(|b| b.stores.iter_mut());
+    for side in report.stores.iter_mut().chain(below) {
+        let sig = &opened.signals[side.store];
         side.cluster = sig.cluster.clone();
         side.broker_name = sig.broker_name.clone();
     }

@@ -18,6 +18,7 @@ use super::tally::{GroupOffsets, Tally};
 use super::{
     CompareOptions, CompareReport, Divergence, Mode, OnlyKind, OnlyRecord, Opened, Sink, StoreSide,
 };
+use crate::format::commitlog::read::Segment;
 use crate::format::commitlog::walk::{LogCursor, LogEnd};
 
 /// Two stores (in this order) as the first pass found them.
@@ -58,21 +59,38 @@ pub fn compare(
     opts: &CompareOptions,
     sink: &mut dyn Sink,
 ) -> anyhow::Result<CompareReport> {
+    let logs: Vec<&[Segment]> = opened
+        .stores
+        .iter()
+        .map(|s| &s.commitlog.segments[..])
+        .collect();
+    let keeper = opts.keep.map(|k| (k, "given (--keep)".to_string()));
+    compare_logs(opened, &logs, keeper, sink)
+}
+
+/// [`compare`] over `logs[s]`, the commitlog files of store `s` to walk (all of them, or the
+/// `commitlog/` files below a converted DLedger store's divide), with the keeper given or found.
+pub fn compare_logs(
+    opened: &Opened,
+    logs: &[&[Segment]],
+    keep: Option<(usize, String)>,
+    sink: &mut dyn Sink,
+) -> anyhow::Result<CompareReport> {
     let stores = &opened.stores;
     let n = stores.len();
     let offsets = stores
         .iter()
         .map(GroupOffsets::read)
         .collect::<Result<Vec<_>, _>>()?;
-    let mins: Vec<u64> = stores.iter().map(|s| s.commitlog.min_offset()).collect();
+    let mins: Vec<u64> = logs
+        .iter()
+        .map(|l| l.first().map_or(0, |s| s.start))
+        .collect();
     let mut pairs = vec![vec![Pair::default(); n]; n];
     let mut walked = vec![Walked::default(); n];
 
     // Pass 1: every log once, all at the same offset.
-    let mut cursors: Vec<LogCursor<'_>> = stores
-        .iter()
-        .map(|s| LogCursor::new(&s.commitlog.segments, false))
-        .collect();
+    let mut cursors: Vec<LogCursor<'_>> = logs.iter().map(|l| LogCursor::new(l, false)).collect();
     for c in &mut cursors {
         c.step()?;
     }
@@ -166,8 +184,8 @@ pub fn compare(
 
     // The keeper.
     let has_tail = |s: usize| (0..n).any(|k| k != s && pairs[s][k].first_tail.is_some());
-    let (keeper, keeper_reason) = match opts.keep {
-        Some(k) => (k, "given (--keep)".to_string()),
+    let (keeper, keeper_reason) = match keep {
+        Some(k) => k,
         None => match (0..n).find(|&s| !has_tail(s)) {
             Some(k) if (0..n).all(|s| !has_tail(s)) => (
                 k,
@@ -219,11 +237,11 @@ pub fn compare(
             }
         })
         .collect();
-    let mut cursors: Vec<LogCursor<'_>> = stores
+    let mut cursors: Vec<LogCursor<'_>> = logs
         .iter()
         .zip(&starts)
-        .map(|(st, at)| match at {
-            Some(o) => LogCursor::starting_at(&st.commitlog.segments, *o, false),
+        .map(|(l, at)| match at {
+            Some(o) => LogCursor::starting_at(l, *o, false),
             None => LogCursor::new(&[], false),
         })
         .collect();
@@ -336,5 +354,6 @@ pub fn compare(
         config: Vec::new(),
         lost_records,
         lost_bytes,
+        below_divide: None,
     })
 }

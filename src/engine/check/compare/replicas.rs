@@ -13,6 +13,11 @@
 //! reading each replica's own log state (begin and end index, term, committed index, vote). The
 //! second walks the truncated tails: an entry dropped from a replica is lost (one copy counted,
 //! whichever replicas hold it), with the record it wraps read through the record parser.
+//!
+//! Converted replicas hold records below the divide in `commitlog/`: no raft entry, each
+//! broker's own (a slave's copy of its master's from before the switch). Those are compared by
+//! [`super::normal`] with the leader as the store that carries on: it serves its own below the
+//! divide, so what only another replica holds there is lost while it leads.
 
 use serde::Serialize;
 
@@ -20,6 +25,7 @@ use super::tally::{GroupOffsets, Tally};
 use super::{CompareReport, Divergence, Mode, OnlyKind, OnlyRecord, Opened, Sink, StoreSide};
 use crate::engine::store::dledger::{summary, DledgerInfo};
 use crate::format::commitlog::message_in;
+use crate::format::commitlog::read::{Segment, SegmentKind};
 use crate::format::dledger::walk::{EntryCursor, IndexReader};
 use crate::format::dledger::{DledgerLayout, EntryHeader, HEADER_SIZE};
 
@@ -430,6 +436,25 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
             )
         }
     };
+    // Below a converted replica's divide: each broker's own `commitlog/`, which the leader
+    // serves for its own part.
+    let below_divide = match layouts.iter().any(|l| l.converted) {
+        true => {
+            let logs: Vec<&[Segment]> = stores
+                .iter()
+                .map(|s| {
+                    let segs = &s.commitlog.segments[..];
+                    &segs[..segs.partition_point(|x| x.kind == SegmentKind::Commitlog)]
+                })
+                .collect();
+            let why = "raft's leader: below the divide it serves its own commitlog/ files";
+            let r = super::normal::compare_logs(opened, &logs, Some((leader, why.into())), sink)?;
+            lost_records += r.lost_records;
+            lost_bytes += r.lost_bytes;
+            Some(Box::new(r))
+        }
+        false => None,
+    };
     Ok(CompareReport {
         mode: Mode::Dledger,
         stores: sides,
@@ -440,5 +465,6 @@ pub fn compare(opened: &Opened, sink: &mut dyn Sink) -> anyhow::Result<CompareRe
         config: Vec::new(),
         lost_records,
         lost_bytes,
+        below_divide,
     })
 }

@@ -1,7 +1,8 @@
 //! The next start of a DLedger-mode broker (DLEDGER.md 6-8): `DLedgerCommitLog.recover` runs
 //! the same for a clean and an unclean start. It loads the DLedger files and runs
-//! `DLedgerMmapFileStore.recover` (entries checked from the third-to-last data file; the first
-//! bad entry ends the walk; data cut after the last good entry, index at `(last + 1) * 32`,
+//! `DLedgerMmapFileStore.recover` (entries checked from the third-to-last data file, or the
+//! nearest earlier one whose first entry agrees with its index unit; the first bad entry ends
+//! the walk; data cut after the last good entry, index at `(last + 1) * 32`,
 //! rebuilt from the data where a unit disagrees; committed index from the checkpoint, at most
 //! the ledger end), then truncates consume queue units at or past the data end. Nothing is
 //! dispatched during recovery: the reput service starts at the consume queues' max offset
@@ -124,8 +125,14 @@ impl DledgerRecovery {
             ));
         }
         s.push(format!(
-            "DLedgerMmapFileStore.recover checks the entries from the third-to-last data file on \
-             (magic, size, pos, index + 1, term not lower, index unit): ledger {}..={}, end term {}",
+            "DLedgerMmapFileStore.recover checks the entries from {} on ({}; magic, size, pos, \
+             index + 1, term not lower, index unit): ledger {}..={}, end term {}",
+            plan.start_file.as_ref().map_or_else(
+                || "the first data file".into(),
+                |f| f.path.display().to_string()
+            ),
+            plan.start_reason
+                .trim_start_matches("DLedgerMmapFileStore.recover: "),
             opt(self.ledger_begin_index),
             opt(self.ledger_end_index),
             opt(self.ledger_end_term)

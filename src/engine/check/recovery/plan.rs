@@ -14,6 +14,7 @@ use crate::format::checkpoint::Checkpoint;
 use crate::format::commitlog::read::Segment;
 use crate::format::commitlog::{sysflag, MAGIC_V1, MAGIC_V2};
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
+use crate::format::dledger::start::{recovery_start, RecoveryStart};
 use crate::format::error::Result;
 use crate::format::indexfile::IndexHeader;
 use crate::format::mapped::Mapped;
@@ -577,10 +578,34 @@ pub fn prepare(store: &Store) -> Result<Prepared> {
         // DLedgerMmapFileStore.recover starts near the end of the data files.
         let first = segs.partition_point(|s| s.start < l.divide());
         if first < segs.len() {
-            start_index = Some(first.max(segs.len().saturating_sub(3)));
-            start_reason = "DLedgerMmapFileStore.recover: the third-to-last data file (or the \
-                            first whose first entry agrees with its index unit)"
-                .into();
+            let n = l.data.files.len();
+            // A data file that cannot be read is verify's finding; the search then gives up.
+            let start = recovery_start(l).ok().flatten().unwrap_or(RecoveryStart {
+                file: n.saturating_sub(3),
+                first_index: None,
+                passed_over: Vec::new(),
+            });
+            start_index = Some((first + start.file).min(segs.len() - 1));
+            start_reason = match (start.first_index, start.passed_over.len()) {
+                (Some(i), 0) => format!(
+                    "DLedgerMmapFileStore.recover: {} (its first entry, index {i}, agrees with \
+                     its index unit)",
+                    third_to_last(n)
+                ),
+                (Some(i), k) => format!(
+                    "DLedgerMmapFileStore.recover: {k} file(s) before {} whose first entry, index \
+                     {i}, agrees with its index unit ({})",
+                    third_to_last(n),
+                    passed_over(&start.passed_over)
+                ),
+                (None, 0) => format!("DLedgerMmapFileStore.recover: {}", third_to_last(n)),
+                (None, _) => format!(
+                    "DLedgerMmapFileStore.recover: no file from {} back to the first starts with \
+                     an entry that agrees with its index unit ({}): the first file",
+                    third_to_last(n),
+                    passed_over(&start.passed_over)
+                ),
+            };
         }
     }
     Ok(Prepared {
@@ -850,6 +875,20 @@ pub fn plan(store: &Store, check_crc: bool) -> Result<RecoveryPlan> {
         .map(|&p| if p { it.next() } else { None })
         .collect();
     finish(store, &prep, &refs, check_crc)
+}
+
+/// The files the DLedger recovery passed over, in words.
+fn passed_over(files: &[(std::path::PathBuf, String)]) -> String {
+    files
+        .iter()
+        .map(|(p, why)| {
+            format!(
+                "{}: {why}",
+                p.file_name().unwrap_or_default().to_string_lossy()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The file `recoverNormally` of 4.9 (and 5.0 to 5.3.1) starts at among `n` files, in words.

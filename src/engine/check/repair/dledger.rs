@@ -3,6 +3,24 @@
 //! the chain of entries breaks (the bytes after it saved, the rest of the file zeroed), the
 //! DLedger index rebuilt from the kept entries, the checkpoint's indexes clamped into them. The
 //! group's leader sends the replica what was cut when it runs again.
+//!
+//! What is cut follows `DLedgerMmapFileStore.recover` (openmessaging DLedger 0.3.1.x): it walks
+//! the entries and keeps every one up to the first it rejects (a magic, size, pos, index or term
+//! that breaks the chain), then truncates the data and index there. It never looks at the
+//! checkpoint to decide what to keep: `committedIndex` is read afterwards and only clamped to the
+//! kept end. So in a group with peers (`dLegerPeers` naming other members, the checkpoint rule)
+//! the entries past the committed index are not damage: a peer may hold them, and the leader
+//! decides (after an election it compares this replica's log with its own and truncates only
+//! where they differ). Repair keeps them as they are, cuts only where the recovery would, and
+//! keeps the checkpoint's committed index (a missing one stays -1, the broker's value, instead of
+//! claiming the whole log committed as a single replica may). The consume queues and index are
+//! rebuilt from the committed records only, as the broker dispatches; its reput service adds the
+//! rest from the consume queues' end once the group commits them.
+//!
+//! A converted store's `commitlog/` files below the divide belong to this broker alone (no peer
+//! holds them): they are repaired by the normal rules of [`super`] (damage bridged, headers
+//! mended), in the same plan and switch as the log above the divide. A break there that cannot be
+//! bridged is refused: cutting the store at it would take the DLedger log after it.
 
 use std::ops::ControlFlow;
 use std::path::Path;
@@ -15,15 +33,18 @@ use crate::engine::check::rebuild::dledger_index_dir;
 use crate::engine::check::verify::Report;
 use crate::engine::store::safedir::{link_or_copy, write_copy, write_new};
 use crate::engine::store::Store;
+use crate::format::bytes::i32_at;
 use crate::format::commitlog::read::SegmentKind;
+use crate::format::dledger::entry::{parse_slot, Slot};
 use crate::format::dledger::index::IndexFileWriter;
 use crate::format::dledger::props::MAX_PROPS_LEN;
 use crate::format::dledger::walk::walk;
 use crate::format::dledger::{
-    DledgerCheckpoint, DledgerLayout, IndexUnit, CHECKPOINT_FILE, DATA_DIR, INDEX_DIR,
+    CommitRule, DledgerCheckpoint, DledgerLayout, IndexUnit, CHECKPOINT_FILE, DATA_DIR, INDEX_DIR,
+    MAGIC,
 };
 use crate::format::entry::{self, Kind};
-use crate::format::error::{DledgerError, Error, Result};
+use crate::format::error::{Error, Result};
 use crate::format::filename::QueueFile;
 use crate::format::finding::Code;
 
@@ -44,59 +65,123 @@ pub struct DledgerRepair {
     pub index_rebuilt: bool,
     /// The data was cut: the group's leader sends this replica the entries from the cut on.
     pub caught_up_from_leader: bool,
+    /// The rule that says which entries are committed (`--broker-conf`'s `dLegerPeers`).
+    pub commit_rule: CommitRule,
+    /// Kept entries past the committed index (a group with peers): (first, last) index. Kept
+    /// as they are; the group's leader decides whether they stay.
+    pub uncommitted_kept: Option<(i64, i64)>,
 }
 
-/// The stores this repair does not handle: a converted store (records below the divide in
-/// `commitlog/`) and a replica whose committed position the checkpoint decides (a group with
-/// peers: its uncommitted entries are neither served nor damage).
-pub fn refuse_unhandled(store: &Store) -> Result<()> {
-    let Some(l) = &store.dledger else {
-        return Ok(());
-    };
-    let why = if l.converted {
-        Some("a converted store (records below the divide in commitlog/)")
-    } else if store
-        .commitlog
-        .segments
-        .iter()
-        .any(|s| s.served_end.is_some())
-    {
-        Some("a replica of a group with peers (its committed position decides what is served)")
-    } else {
-        None
-    };
-    match why {
-        Some(why) => Err(DledgerError::NotRepaired {
-            root: store.root.clone(),
-            why: why.into(),
-        }
-        .into()),
-        None => Ok(()),
-    }
+/// What the repair must do to the replica's log beyond what the commitlog walks report.
+#[derive(Debug, Default)]
+pub struct LogDamage {
+    /// Where the log is cut: data file number, position in it, why.
+    pub cut: Option<(usize, u64, String)>,
+    /// Where non-zero bytes after the end of the data start (data file number, position): they
+    /// are zeroed, nothing is cut.
+    pub tail: Option<(usize, u64)>,
 }
 
-/// Where the chain of entries breaks (an index not one more than the last, a term going down, a
-/// pos that is not the entry's place): the data file number, the entry's position, why.
-pub fn chain_break(store: &Store, l: &DledgerLayout) -> Result<Option<(usize, u64, String)>> {
+/// Where the replica's log is cut: the first entry that breaks the chain (an index not one more
+/// than the last, a term going down, a pos that is not the entry's place). Past the committed
+/// position of a group with peers, which the commitlog walks do not read, also: the first entry
+/// whose record is damaged (this replica's copy only: its peers hold their own, and the leader
+/// sends it again once it is cut), an entry the recovery rejects with entries after it, a data
+/// file after the end of the data that holds bytes (recovery deletes it); bytes after the last
+/// entry with no entry after them are a tail to zero.
+pub fn log_damage(store: &Store, l: &DledgerLayout) -> Result<LogDamage> {
+    let served = store.commitlog.served_end();
     let mut found = None;
-    walk(l, |v| {
-        if let Some(b) = &v.gap {
-            found = Some((
-                v.file.to_path_buf(),
-                v.at as u64,
-                format!(
-                    "a DLedger entry that breaks the chain: {} expected {}, found {}",
-                    b.what, b.expected, b.found
+    let end = walk(l, |v| {
+        let why = if let Some(b) = &v.gap {
+            format!(
+                "a DLedger entry that breaks the chain: {} expected {}, found {}",
+                b.what, b.expected, b.found
+            )
+        } else if served.is_some_and(|e| v.header.pos >= 0 && v.header.pos as u64 >= e) {
+            match damaged_record(v) {
+                Some(e) => format!(
+                    "an uncommitted DLedger entry (index {}) whose record is damaged ({e}): \
+                     peers hold their own copy",
+                    v.header.index
                 ),
-            ));
-            return ControlFlow::Break(());
-        }
-        ControlFlow::Continue(())
+                None => return ControlFlow::Continue(()),
+            }
+        } else {
+            return ControlFlow::Continue(());
+        };
+        found = Some((v.file.to_path_buf(), v.at as u64, why));
+        ControlFlow::Break(())
     })?;
-    Ok(found.and_then(|(p, at, why)| {
-        let i = store.commitlog.segments.iter().position(|s| s.path == p)?;
-        Some((i, at, why))
-    }))
+    let mut tail = None;
+    if let (None, Some(_), Some((n, at))) = (&found, served, end.stop_at) {
+        let f = &l.data.files[n];
+        let m = crate::format::mapped::Mapped::open(&f.path)?;
+        let rest = m.get(at..).unwrap_or_default();
+        if rest.iter().any(|&b| b != 0) {
+            let last = end.last.map_or(-1, |h| h.index);
+            let later = (at + 1..m.len()).find(|&p| {
+                i32_at(&m, p) == Some(MAGIC)
+                    && matches!(parse_slot(&m, p, f.start), Ok(Slot::Entry(h)) if h.index > last)
+            });
+            match (&end.stopped, later) {
+                (Some(e), Some(_)) => {
+                    found = Some((
+                        f.path.clone(),
+                        at as u64,
+                        format!("a DLedger entry the recovery rejects, entries after it: {e}"),
+                    ))
+                }
+                _ => tail = Some((f.path.clone(), at as u64)),
+            }
+        }
+        m.release(0, m.len());
+        for f in l.data.files.iter().skip(n + 1) {
+            if found.is_some() {
+                break;
+            }
+            let m = crate::format::mapped::Mapped::open(&f.path)?;
+            if m.iter().any(|&b| b != 0) {
+                found = Some((
+                    f.path.clone(),
+                    0,
+                    format!(
+                        "a DLedger data file after the end of the data ({}) holds bytes",
+                        end.end_pos
+                    ),
+                ));
+            }
+            m.release(0, m.len());
+        }
+    }
+    let segment = |p: &Path| store.commitlog.segments.iter().position(|s| s.path == p);
+    Ok(LogDamage {
+        cut: found.and_then(|(p, at, why)| Some((segment(&p)?, at, why))),
+        tail: tail.and_then(|(p, at)| Some((segment(&p)?, at))),
+    })
+}
+
+/// Why the record an entry wraps is not one the broker dispatches (it does not parse, fills
+/// not the entry's body, names another PHYSICALOFFSET, or fails its body CRC).
+fn damaged_record(v: &crate::format::dledger::walk::Visit<'_>) -> Option<String> {
+    use crate::format::commitlog::read::{parse_record, Record};
+    let offset = v.header.record_offset();
+    match parse_record(v.body, 0, offset.max(0) as u64, true) {
+        Ok(Record::Message(m)) if m.raw.len() == v.body.len() && m.physical_offset == offset => {
+            None
+        }
+        Ok(Record::Message(m)) if m.raw.len() != v.body.len() => Some(format!(
+            "a record of {} bytes in a body of {}",
+            m.raw.len(),
+            v.body.len()
+        )),
+        Ok(Record::Message(m)) => Some(format!(
+            "PHYSICALOFFSET {}, expected {offset}",
+            m.physical_offset
+        )),
+        Ok(_) => Some("no message record".into()),
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 /// The DLedger part of the plan: the kept entries (those before `cut`), the checkpoint clamped
@@ -119,10 +204,20 @@ pub fn plan(
     let was = l.checkpoint().ok().flatten();
     let last_index = last.map_or(-1, |(i, _)| i);
     let old = was.clone().unwrap_or_default();
+    // The committed index the broker loads, at most the kept end. A single replica commits its
+    // whole log at its next start, so a missing one is its end; with peers only the checkpoint
+    // proves anything, so a missing one stays -1 (the broker's value when it reads none).
+    let committed = match l.commit_rule {
+        CommitRule::SingleReplica => old.committed_index.unwrap_or(last_index),
+        CommitRule::Checkpoint => old.committed_index.unwrap_or(-1),
+    }
+    .min(last_index);
     let checkpoint = DledgerCheckpoint {
         end_index: Some(last_index),
-        committed_index: Some(old.committed_index.unwrap_or(last_index).min(last_index)),
+        committed_index: Some(committed),
     };
+    let uncommitted_kept = (l.commit_rule == CommitRule::Checkpoint && committed < last_index)
+        .then_some((committed.max(-1) + 1, last_index));
     let count = |code: Code| report.summary.findings_per_code.get(code.as_str()).copied();
     let index_findings = count(Code::DledgerIndexMismatch).unwrap_or(0);
     let index_rebuilt = cut.is_some() || index_findings > 0;
@@ -195,6 +290,8 @@ pub fn plan(
         checkpoint,
         index_rebuilt,
         caught_up_from_leader: caught_up,
+        commit_rule: l.commit_rule,
+        uncommitted_kept,
     })
 }
 

@@ -46,7 +46,7 @@ use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 
 pub use crate::engine::store::safedir::STAGE_MARKER;
 pub use bridge::{Bridge, LostRecord, FILLER, FILLER_TOPIC, TOMBSTONE};
-pub use dledger::{refuse_unhandled, DledgerRepair};
+pub use dledger::DledgerRepair;
 pub use plan::{plan, plan_mode, plan_with};
 pub use stage::apply;
 
@@ -247,9 +247,21 @@ fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-/// The geometry of `store` as explicit values (the staged store is read with the same sizes).
+/// The geometry of `store` as explicit values (the staged store is read with the same sizes,
+/// and a DLedger log by the same commit rule: the members `dLegerPeers` named).
 pub fn fixed_geometry(store: &Store) -> GeometryInputs {
     let g = &store.geometry;
+    let peers = store
+        .dledger
+        .as_ref()
+        .filter(|l| !l.other_peers.is_empty())
+        .map(|l| {
+            std::iter::once(&l.self_id)
+                .chain(&l.other_peers)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(";")
+        });
     GeometryInputs {
         flags: GeometryOverrides {
             commitlog_file_size: Some(g.commitlog_file_size.value),
@@ -258,6 +270,10 @@ pub fn fixed_geometry(store: &Store) -> GeometryInputs {
             index_entries: Some(g.index_entries.value),
             delay_levels: Some(g.delay_levels.value.clone()),
             dledger_peers: None,
+        },
+        broker_conf: GeometryOverrides {
+            dledger_peers: peers,
+            ..Default::default()
         },
         ..Default::default()
     }

@@ -77,26 +77,45 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
         actions: Vec::new(),
     };
     // A DLedger log is a replica: no byte of an entry a peer may hold is rewritten (no header
-    // mended, no damage bridged); it is cut where its chain breaks.
-    let mode = if store.dledger.is_some() {
-        Mode::Cut
-    } else {
-        mode
-    };
-    let mendable = match store.dledger {
-        Some(_) => Vec::new(),
-        None => mendable(store, &report)?,
-    };
+    // mended, no damage bridged); it is cut where its chain breaks. The `commitlog/` files below
+    // a converted store's divide are this broker's own: repaired as a normal store's.
+    let mendable = mendable(store, &report)?;
     let mut bridging = match mode {
         Mode::Bridge => bridging(store, &report)?,
         Mode::Cut => Bridging::none(&report),
     };
     let mut brk = chain_break(store, &report, &mendable, &bridging);
-    if let Some(l) = &store.dledger {
-        if let Some((i, pos, why)) = super::dledger::chain_break(store, l)? {
-            if brk.as_ref().is_none_or(|b| (b.0, b.1) > (i, pos)) {
-                brk = Some(ChainBreak(i, pos, why, true));
+    let log_damage = match &store.dledger {
+        Some(l) => super::dledger::log_damage(store, l)?,
+        None => Default::default(),
+    };
+    if let Some((i, pos, why)) = log_damage.cut {
+        if brk.as_ref().is_none_or(|b| (b.0, b.1) > (i, pos)) {
+            brk = Some(ChainBreak(i, pos, why, true));
+        }
+    }
+    if let (Some(l), Some(b)) = (&store.dledger, &brk) {
+        let segs = &store.commitlog.segments;
+        let seg = &segs[b.0];
+        // A break in a `commitlog/` file, or the old files ending before the divide.
+        let below = seg.kind == SegmentKind::Commitlog
+            || (b.0 > 0 && segs[b.0 - 1].kind == SegmentKind::Commitlog && b.1 == 0 && !b.3);
+        if below {
+            // Below a converted store's divide: a cut there would end the store before the
+            // DLedger log, which no damage of this broker's own files may take from the replica.
+            return Err(crate::format::error::DledgerError::NotRepaired {
+                root: store.root.clone(),
+                why: format!(
+                    "damage below the divide (commitlog offset {}) that is not bridged in \
+                     place ({} byte {}: {}): a cut there would take the DLedger log of {} with it",
+                    l.divide(),
+                    rel(store, &seg.path),
+                    b.1,
+                    b.2,
+                    l.self_id
+                ),
             }
+            .into());
         }
     }
     let cut = d.cut(brk);
@@ -106,6 +125,9 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
         .retain(|b| cut_offset.is_none_or(|c| b.offset + b.length <= c));
     d.bridged(&bridging.bridges);
     d.kept_files(&report, cut_offset);
+    if let Some((i, at)) = log_damage.tail {
+        d.dledger_tail(i, at, cut_offset);
+    }
     let (headers, patches) = d.headers(mendable, cut_offset);
     let (salvage_records, salvage_bytes) = d.salvage(cut.as_ref(), &report)?;
     let dledger = match &store.dledger {
@@ -379,6 +401,31 @@ impl Draft<'_> {
         }
     }
 
+    /// Non-zero bytes after the end of a DLedger log past its committed position (which the
+    /// commitlog walks do not read): zeroed from `at` of file `i` on, saved first.
+    fn dledger_tail(&mut self, i: usize, at: u64, cut_offset: Option<u64>) {
+        let seg = &self.store.commitlog.segments[i];
+        if cut_offset.is_some_and(|c| c <= seg.start + at) {
+            return;
+        }
+        let keep = match self.fates[i] {
+            Fate::Out => return,
+            Fate::Rewrite { keep } => keep.min(at),
+            Fate::Keep => at,
+        };
+        self.fates[i] = Fate::Rewrite { keep };
+        let len = seg.len.min(self.size);
+        self.act(
+            format!(
+                "{} has non-zero bytes after the end of the DLedger data ({at}..{len})",
+                rel(self.store, &seg.path)
+            ),
+            "zero them; the bytes are kept in the repair folder",
+            0,
+            len.saturating_sub(at),
+        );
+    }
+
     /// Header fields the store proves, in the records kept: what the manifest lists, and the
     /// patches the rebuild and the copies apply (sorted by record).
     fn headers(
@@ -532,6 +579,9 @@ fn mendable<'r>(
             continue;
         };
         let seg = &segs[i];
+        if seg.kind == SegmentKind::Dledger {
+            continue; // a replica's entry is never rewritten
+        }
         let map = seg.map()?;
         let at = (d.offset - seg.start) as usize;
         if let Ok(Record::Message(m)) = parse_record(&map, at, seg.start, false) {
@@ -586,6 +636,11 @@ fn bridging(store: &Store, report: &Report) -> Result<Bridging> {
         let Some(w) = w.as_ref().filter(|w| w.stop.is_damage()) else {
             continue;
         };
+        if store.commitlog.segments[i].kind == SegmentKind::Dledger {
+            // Never bridged: the replica's log is cut at its first damage.
+            out.breaks.insert(i, (w.stop_pos, stop_reason(w)));
+            break;
+        }
         let (ranges, broken) = bridge::damage_of(store, i, w)?;
         damage.extend(ranges);
         if let Some(pos) = broken {

@@ -24,10 +24,11 @@ use crate::engine::filter::TagFilter;
 use crate::engine::store::version::BrokerVersion;
 use crate::engine::store::Store;
 use crate::format::bytes::{i32_at, i64_at};
-use crate::format::commitlog::read::{parse_record, Record};
+use crate::format::commitlog::read::{parse_record, Record, SegmentKind};
 use crate::format::commitlog::walk::walk_segment;
 use crate::format::commitlog::{sysflag, Host, MessageRef, TransactionType};
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
+use crate::format::dledger::EntryHeader;
 use crate::format::error::{Error, Result};
 use crate::format::filename::QueueFile;
 use crate::format::indexfile::{query_offsets, IndexFile, IndexGeometry};
@@ -215,16 +216,23 @@ impl<'s> Reader<'s> {
     /// `Ok(None)` when no file holds the offset or no message starts there (a blank, zeros);
     /// an error when the bytes there do not parse as a record.
     pub fn message_at(&self, offset: u64) -> Result<Option<Located<'_>>> {
+        // an uncommitted DLedger entry's record is not the broker's to serve
+        match self.message_shown_at(offset)? {
+            Some((l, false)) => Ok(Some(l)),
+            _ => Ok(None),
+        }
+    }
+
+    /// [`Reader::message_at`] that also reads the record of an uncommitted DLedger entry, to
+    /// show it marked as such: the record and whether its entry is uncommitted.
+    pub fn message_shown_at(&self, offset: u64) -> Result<Option<(Located<'_>, bool)>> {
         let Some(i) = self.segment_index(offset) else {
             return Ok(None);
         };
         let Some(seg) = self.store.commitlog.segments.get(i) else {
             return Ok(None);
         };
-        // an uncommitted DLedger entry's record is not the broker's to serve
-        if seg.uncommitted(offset) {
-            return Ok(None);
-        }
+        let uncommitted = seg.uncommitted(offset);
         let buf = match self.maps.get(i) {
             Some(Ok(m)) => &m[..],
             Some(Err(e)) => return Err(Error::Unmapped(Arc::clone(e))),
@@ -232,13 +240,30 @@ impl<'s> Reader<'s> {
         };
         let pos = (offset - seg.start) as usize;
         match parse_record(buf, pos, seg.start, false) {
-            Ok(Record::Message(message)) => Ok(Some(Located {
-                message,
-                file: &seg.path,
-            })),
+            Ok(Record::Message(message)) => Ok(Some((
+                Located {
+                    message,
+                    file: &seg.path,
+                },
+                uncommitted,
+            ))),
             Ok(_) => Ok(None),
             Err(e) => Err(e.in_file(&seg.path, 0)),
         }
+    }
+
+    /// The header of the DLedger entry that wraps the record at commitlog offset `offset`;
+    /// `None` in a `commitlog/` file.
+    pub fn dledger_entry(&self, offset: u64) -> Option<EntryHeader> {
+        let i = self.segment_index(offset)?;
+        let seg = self.store.commitlog.segments.get(i)?;
+        if seg.kind != SegmentKind::Dledger {
+            return None;
+        }
+        let at = usize::try_from(offset.checked_sub(seg.start)?)
+            .ok()?
+            .checked_sub(seg.header_len())?;
+        EntryHeader::from_bytes(self.segment_bytes(i)?.get(at..)?)
     }
 
     /// End of the commitlog's data as recovery finds it, computed once (a walk of the last
