@@ -1,10 +1,13 @@
 //! Records the commit the binary is built from, for `rmqstore --version`, and what the tests'
 //! data and peers are: `rmqstore_oracle` when `../shared/oracle` holds the seven Java-written
-//! stores, `rmqstore_ali_ons` when the Node.js client is installed and node runs. Tests that
-//! need either carry `#[cfg_attr(not(...), ignore = "...")]`, so the runner counts them as
-//! ignored rather than passed.
+//! stores, `rmqstore_ali_ons` when the Node.js client is installed and node runs,
+//! `rmqstore_cluster` when rocketmq-rust's name server and broker are installed in
+//! `$RMQSTORE_PEERS/bin` (default `~/.cache/rmqstore-peers`, where `.ci/run` puts them; the
+//! tests read the directory from `RMQSTORE_PEERS_BIN`). Tests that need any of them carry
+//! `#[cfg_attr(not(...), ignore = "...")]`, so the runner counts them as ignored rather than
+//! passed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The oracle stores the tests read (tests/all/common/oracle.rs names the same seven: `ORACLES`
@@ -18,6 +21,10 @@ const ORACLES: [&str; 7] = [
     "dledger-crashed-4.9",
     "dledger-converted-4.9",
 ];
+
+/// The live cluster's programs, as `cargo install rocketmq-namesrv rocketmq-broker` names them
+/// (tests/all/common/cluster.rs starts the same two).
+const PEERS: [&str; 2] = ["rocketmq-namesrv-rust", "rocketmq-broker-rust"];
 
 fn main() {
     let git = |args: &[&str]| {
@@ -42,6 +49,7 @@ fn main() {
 
     println!("cargo::rustc-check-cfg=cfg(rmqstore_oracle)");
     println!("cargo::rustc-check-cfg=cfg(rmqstore_ali_ons)");
+    println!("cargo::rustc-check-cfg=cfg(rmqstore_cluster)");
     let oracle = Path::new("../shared/oracle");
     if ORACLES
         .iter()
@@ -57,10 +65,30 @@ fn main() {
     if node && client.join("node_modules/ali-ons/package.json").is_file() {
         println!("cargo::rustc-cfg=rmqstore_ali_ons");
     }
+    println!("cargo::rerun-if-env-changed=RMQSTORE_PEERS");
+    println!("cargo::rerun-if-env-changed=HOME");
+    let peers = std::env::var_os("RMQSTORE_PEERS")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache/rmqstore-peers")))
+        .unwrap_or_else(|| PathBuf::from(".cache/rmqstore-peers"));
+    let peers_bin = peers.join("bin");
+    println!(
+        "cargo::rustc-env=RMQSTORE_PEERS_BIN={}",
+        peers_bin.display()
+    );
+    if PEERS.iter().all(|b| peers_bin.join(b).is_file()) {
+        println!("cargo::rustc-cfg=rmqstore_cluster");
+    }
     // a path that does not exist would rerun this script on every build: watch the nearest
-    // one that does (what is installed appears inside it)
+    // one that does (what is installed appears inside it; `.ci/run` installs the peers before
+    // the first build, and when neither peer directory exists yet, nothing is watched)
     let shared = Path::new("../shared");
-    for (want, near) in [(oracle, shared), (&client.join("node_modules"), client)] {
+    for (want, near) in [
+        (oracle, shared),
+        (&client.join("node_modules"), client),
+        (&peers_bin, &peers),
+    ] {
         if want.exists() {
             println!("cargo::rerun-if-changed={}", want.display());
         } else if near.exists() {

@@ -9,11 +9,11 @@
 
 use crate::common;
 
-use crate::common::Server;
+use crate::common::{ali_ons, Server};
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 
 use rmqstore::engine::broker::clock::SystemClock;
@@ -25,33 +25,6 @@ use serde_json::Value;
 const TOPIC: &str = "PaymentTopic";
 const GROUP: &str = "NodeGroup";
 
-fn client_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients/ali-ons")
-}
-
-/// The client is installed and node runs; under CI its absence fails the test.
-fn ali_ons_ready() -> bool {
-    let installed = client_dir()
-        .join("node_modules/ali-ons/package.json")
-        .is_file();
-    let node = Command::new("node")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if installed && node {
-        return true;
-    }
-    let why = format!(
-        "ali-ons is not installed (run `npm ci --prefix {}`) or node is missing",
-        client_dir().display()
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("{why}");
-    }
-    eprintln!("SKIPPED: {why}");
-    false
-}
-
 /// `serve` with an overlay and a fast clock: retry levels (10 s, 30 s, ...) and the store's
 /// pending delays pass in milliseconds.
 fn start(store: &Path, overlay: &Path) -> Server {
@@ -61,24 +34,12 @@ fn start(store: &Path, overlay: &Path) -> Server {
 
 /// Run `consume.js` against `addr`; its deliveries.
 fn consume(addr: &str, fail_mod: u32, start_ms: u64) -> Vec<Value> {
-    let out = Command::new("node")
-        .arg(client_dir().join("consume.js"))
-        .env("NAMESRV", addr)
-        .env("GROUP", GROUP)
-        .env("TOPIC", TOPIC)
-        .env("FAIL_MOD", fail_mod.to_string())
-        .env("MAX_RECONSUME", "2")
-        .env("IDLE_MS", "3000")
-        .env("START_MS", start_ms.to_string())
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "consume.js failed");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    ali_ons::consume(&ali_ons::Consume {
+        fail_mod,
+        max_reconsume: 2,
+        start_ms,
+        ..ali_ons::Consume::all(addr, GROUP, TOPIC)
+    })
 }
 
 /// The body as a client hands it over: inflated when COMPRESSED.
@@ -107,7 +68,7 @@ fn shape(
     ignore = "needs node and tests/clients/ali-ons/node_modules"
 )]
 fn ali_ons_drains_a_topic_with_retries_dlq_and_offsets_kept_across_a_restart() {
-    if !ali_ons_ready() {
+    if !ali_ons::ready() {
         return;
     }
     let t = tempfile::tempdir().unwrap();

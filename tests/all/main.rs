@@ -7,6 +7,7 @@ mod common;
 mod admin;
 mod ali_ons;
 mod cli;
+mod cluster;
 mod compare;
 mod corrupt;
 mod damage;

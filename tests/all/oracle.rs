@@ -40,8 +40,9 @@ fn with_ref<T>(raw: &[u8], pos: u64, f: impl FnOnce(&MessageRef<'_>) -> T) -> T 
     }
 }
 
-/// Under CI nothing may be ignored for want of data: the build found the oracle stores and the
-/// ali-ons client (so no test carrying the `ignore` attribute was ignored), and they are there.
+/// Under CI nothing may be ignored for want of data: the build found the oracle stores, the
+/// ali-ons client and the live cluster's programs (so no test carrying the `ignore` attribute
+/// was ignored), and they are there.
 #[test]
 fn ci_has_its_data() {
     if std::env::var_os("CI").is_none() {
@@ -55,6 +56,12 @@ fn ci_has_its_data() {
     }
     if !cfg!(rmqstore_ali_ons) {
         panic!("CI: the build did not find node and tests/clients/ali-ons/node_modules");
+    }
+    if !cfg!(rmqstore_cluster) {
+        panic!(
+            "CI: the build did not find rocketmq-rust's name server and broker in {}",
+            env!("RMQSTORE_PEERS_BIN")
+        );
     }
     for name in ORACLES.iter().chain(&DLEDGER_ORACLES) {
         assert!(
