@@ -14,5 +14,7 @@ pub mod client;
 pub mod outgoing;
 pub mod producer;
 pub mod route;
+pub mod source;
+pub mod translate;
 
 pub use outgoing::{Acked, Outgoing, SendStatus, SourceKey};
