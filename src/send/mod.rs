@@ -11,6 +11,7 @@
 //!   would have sent, which messages the broker acknowledged, and the loop that ties them.
 
 pub mod client;
+pub mod journal;
 pub mod outgoing;
 pub mod producer;
 pub mod route;
