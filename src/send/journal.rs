@@ -8,6 +8,7 @@
 //! rmqstore-send-journal 1 {"source":...,"kind":...,"fingerprint":...,"selection":...,"target":...}
 //! S 0-255@0-261120 300@305000        the messages of a batch about to be sent
 //! A 0-255@0-261120                   the messages the broker stored (SEND_OK)
+//! N 300@305000                       a batch the broker refused (not stored)
 //! ```
 //!
 //! Messages are named by `seq@key`: their place among the selected messages of the source and
@@ -396,6 +397,14 @@ impl Journal {
                         }
                     }
                 }
+                "N" => {
+                    for (a, b, ..) in rs {
+                        let gone: Vec<u64> = self.in_doubt.range(a..=b).copied().collect();
+                        for s in gone {
+                            self.in_doubt.remove(&s);
+                        }
+                    }
+                }
                 "A" => {
                     for (a, b, ka, kb) in rs {
                         self.acked.insert(a, b);
@@ -535,6 +544,14 @@ impl Journal {
             return Ok(());
         }
         self.append(&line(&format_runs('S', batch)))
+    }
+
+    /// Record that the broker refused a batch: it did not store it (written, not fsynced).
+    pub fn not_stored(&mut self, batch: &[(u64, SourceKey)]) -> Result<(), JournalError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        self.append(&line(&format_runs('N', batch)))
     }
 
     /// Record the messages the broker stored: written now, fsynced when the last fsync is older

@@ -15,6 +15,7 @@ pub mod journal;
 pub mod outgoing;
 pub mod producer;
 pub mod route;
+pub mod run;
 pub mod source;
 pub mod translate;
 

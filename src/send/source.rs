@@ -197,7 +197,7 @@ pub struct SourceMessage {
 /// What a source hands out.
 #[derive(Debug, Clone)]
 pub enum SourceEntry {
-    Message(SourceMessage),
+    Message(Box<SourceMessage>),
     PassedOver {
         key: SourceKey,
         why: PassedOver,
@@ -508,12 +508,12 @@ impl Source {
                         }
                         let message = owned(&m, bodies);
                         seq += 1;
-                        Some(Ok(SourceEntry::Message(SourceMessage {
+                        Some(Ok(SourceEntry::Message(Box::new(SourceMessage {
                             seq: seq - 1,
                             key,
                             item: item.clone(),
                             message,
-                        })))
+                        }))))
                     }))
                 }
             },
@@ -664,12 +664,12 @@ impl WalkState<'_> {
             return None;
         }
         self.seq += 1;
-        Some(SourceEntry::Message(SourceMessage {
+        Some(SourceEntry::Message(Box::new(SourceMessage {
             seq: self.seq - 1,
             key,
             item,
             message: owned(m, self.bodies),
-        }))
+        })))
     }
 }
 
@@ -872,12 +872,12 @@ impl Iterator for FileLines<'_> {
                 continue;
             }
             self.seq += 1;
-            return Some(Ok(SourceEntry::Message(SourceMessage {
+            return Some(Ok(SourceEntry::Message(Box::new(SourceMessage {
                 seq: self.seq - 1,
                 key: self.line,
                 item,
                 message: line.message,
-            })));
+            }))));
         }
     }
 }

@@ -123,8 +123,7 @@ pub enum Delay {
 /// A record's fate.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Translation {
-    /// Send this; `queue_known` says whether `queue_id` is the message's own queue (else the
-    /// producer picks one).
+    /// Send this (`queue_id` is the message's own queue, `None` when it is not known).
     Send { message: Outgoing, delay: Delay },
     /// An undecided half message: listed, not sent.
     Undecided,
@@ -318,7 +317,7 @@ mod tests {
         let mut passed = Vec::new();
         for e in s.entries(true) {
             match e.unwrap() {
-                SourceEntry::Message(m) => msgs.push(m),
+                SourceEntry::Message(m) => msgs.push(*m),
                 SourceEntry::PassedOver { why, .. } => passed.push(why),
                 SourceEntry::Stopped { key, why } => panic!("stopped at {key}: {why}"),
             }
