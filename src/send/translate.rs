@@ -114,8 +114,8 @@ pub enum Delay {
     None,
     /// Delayed by level `level`, the smallest covering the `remaining_ms` left.
     Level { level: i32, remaining_ms: i64 },
-    /// A 5.x timer message, delivered at `deliver_ms`.
-    Timer { deliver_ms: i64 },
+    /// A 5.x timer message, delivered at `deliver_timestamp` (ms).
+    Timer { deliver_timestamp: i64 },
     /// Was delayed, goes at once: due already (or `deliver_now`).
     Released,
 }
@@ -212,7 +212,9 @@ pub fn translate(
             match item.due {
                 Some(due) if !opts.deliver_now && due > opts.now => {
                     set_property(&mut pairs, prop::TIMER_DELIVER_MS, due.to_string());
-                    delay = Delay::Timer { deliver_ms: due };
+                    delay = Delay::Timer {
+                        deliver_timestamp: due,
+                    };
                 }
                 _ => {
                     remove_property(&mut pairs, prop::TIMER_DELIVER_MS);
@@ -590,7 +592,12 @@ mod tests {
             let due = m.item.due.unwrap();
             let at = |now: i64| TranslateOptions { now, ..options(&s) };
             let (o, d) = send(m, &at(m.message.store_timestamp));
-            assert_eq!(d, Delay::Timer { deliver_ms: due });
+            assert_eq!(
+                d,
+                Delay::Timer {
+                    deliver_timestamp: due
+                }
+            );
             assert!(o.delayed);
             let p = props(&o);
             assert_eq!(p[prop::TIMER_DELIVER_MS], due.to_string());
