@@ -170,8 +170,9 @@ store directly: rmqstore send ~/store -g OrderGroup --namesrv HOST:9876).";
 
 pub const SEND: &str = "\
 Exit status: 0 everything selected was sent (undecided transactions are listed, not sent); 1
-some messages were refused, stored without SEND_OK, left in doubt by a failed batch, or the
-source could not be read to its end (each listed); 2 could not run (a topic the cluster lacks, a
+some messages were refused, stored without SEND_OK, left in doubt by a failed batch, damaged in
+the source (a body that fails its CRC is never sent), or the source could not be read to its end
+(each listed); 2 could not run (a topic the cluster lacks, a
 journal of another source or target), stopped by a failure, or interrupted. Run the same command
 again to send the rest: the journal skips every message the cluster acknowledged.
 

@@ -9,8 +9,9 @@
 //! (`send_plan` lines per queue with `--dry-run`), then a `summary`, on stdout.
 //!
 //! Exit status: 0 everything selected was sent; 1 some messages were refused, stored without
-//! SEND_OK, left in doubt, or the source could not be read to its end (all listed); 2 could not
-//! run, stopped by a failure, or interrupted (run it again: the journal skips what was sent).
+//! SEND_OK, left in doubt, damaged in the source, or the source could not be read to its end (all
+//! listed); 2 could not run, stopped by a failure, or interrupted (run it again: the journal skips
+//! what was sent).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -31,7 +32,7 @@ use crate::send::run::{
     execute, DryRun, Event, MessageOutcome, Outcome, QueueChoice, Request, RunOptions, Sent,
     Status, Target,
 };
-use crate::send::source::{Selection, Source, SourceSpec};
+use crate::send::source::{PassedOver, Selection, Source, SourceSpec};
 use crate::send::translate::TranslateOptions;
 
 #[derive(Debug, Args)]
@@ -592,8 +593,11 @@ fn print_dry_run(
         )?;
         writeln!(out, "dry run: nothing was sent")?;
     }
+    let unreadable = [PassedOver::Damaged, PassedOver::Unreadable]
+        .iter()
+        .any(|w| p.passed_over.contains_key(w));
     Ok(
-        if refused > 0 || !d.missing_topics.is_empty() || p.stopped.is_some() {
+        if refused > 0 || !d.missing_topics.is_empty() || p.stopped.is_some() || unreadable {
             ExitStatus::Findings
         } else {
             ExitStatus::Success
@@ -706,8 +710,11 @@ fn print_sent(
     if s.interrupted {
         return Ok(ExitStatus::Failure);
     }
+    let unreadable = [PassedOver::Damaged, PassedOver::Unreadable]
+        .iter()
+        .any(|w| s.passed_over.contains_key(w));
     Ok(
-        if s.refused + s.unconfirmed + s.in_doubt > 0 || s.stopped.is_some() {
+        if s.refused + s.unconfirmed + s.in_doubt > 0 || s.stopped.is_some() || unreadable {
             ExitStatus::Findings
         } else {
             ExitStatus::Success

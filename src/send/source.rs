@@ -19,7 +19,8 @@
 //! Messages come in ascending key order (an export plan is sorted by commitlog offset, which is
 //! each queue's own order), each with `seq`, its place among the selected messages: the journal
 //! keeps ranges of them. Bodies are read as messages are handed out, never all held; a plan pass
-//! can leave them out. The source is only read.
+//! can leave them out. A body that fails its CRC is never handed out: a walk stops there (as the
+//! broker's recovery does), a group's plan passes it over. The source is only read.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
@@ -180,6 +181,8 @@ pub enum PassedOver {
     Decided,
     /// A record the plan names that can no longer be read.
     Unreadable,
+    /// A record whose body fails its CRC: damaged, never sent (`repair` first).
+    Damaged,
 }
 
 /// One message of the source.
@@ -478,7 +481,9 @@ impl Source {
         match &self.body {
             Body::Store { engine, mode } => match mode {
                 Mode::Walk(parked) => Box::new(Walk {
-                    cursor: LogCursor::new(&engine.source().commitlog.segments, false),
+                    // a body that fails its CRC stops the walk, as it stops the broker's
+                    // recovery: a damaged body is never sent
+                    cursor: LogCursor::new(&engine.source().commitlog.segments, true),
                     state: WalkState {
                         parked,
                         sel: &self.selection,
@@ -505,6 +510,12 @@ impl Source {
                         };
                         if !selected(&self.selection, false, key, item, &m) {
                             return None;
+                        }
+                        if !m.body.is_empty() && !m.body_crc_ok() {
+                            return Some(Ok(SourceEntry::PassedOver {
+                                key,
+                                why: PassedOver::Damaged,
+                            }));
                         }
                         let message = owned(&m, bodies);
                         seq += 1;

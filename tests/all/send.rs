@@ -481,3 +481,95 @@ fn export_help_names_the_way_back() {
     let out = bin().args(["export", "--help"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("rmqstore send"));
 }
+
+/// A body that fails its CRC is never sent: the walk stops there as the broker's recovery does,
+/// said in the plan, exit 1.
+#[test]
+fn a_damaged_body_is_never_sent() {
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    copy_tree(&fixture("store-4.9"), &store);
+    let (_, records) = dump(&store);
+    let victim = records[records.len() / 2..]
+        .iter()
+        .find(|r| r["body_len"].as_u64().unwrap() > 0)
+        .unwrap();
+    let at = victim["commitlog_offset"].as_u64().unwrap();
+    let file = PathBuf::from(victim["file"].as_str().unwrap());
+    let start: u64 = file.file_name().unwrap().to_str().unwrap().parse().unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let pos = (at - start) as usize;
+    let body_at = match rmqstore::format::commitlog::parse_record(&bytes, pos, start, true) {
+        Ok(rmqstore::format::commitlog::Record::Message(m)) => pos + m.body_len_pos + 4,
+        _ => panic!("no record at {at}"),
+    };
+    bytes[body_at] ^= 0x10;
+    std::fs::write(&file, bytes).unwrap();
+    let out = bin()
+        .arg("send")
+        .arg(&store)
+        .args(["--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s = lines(&out.stdout).pop().unwrap();
+    assert_eq!(s["stopped"]["key"].as_u64(), Some(at), "{s}");
+    let before = records
+        .iter()
+        .filter(|r| r["commitlog_offset"].as_u64().unwrap() < at)
+        .count() as u64;
+    assert_eq!(
+        s["messages"].as_u64().unwrap() + sum_of(&s["passed_over"]),
+        before
+    );
+}
+
+/// `--client-dir`: a broadcasting consumer's group sends what `export --client-dir` exports.
+#[test]
+fn a_client_dir_group_sends_what_export_exports() {
+    use rmqstore::engine::broker::offsets::OffsetFile;
+    use rmqstore::engine::broker::rebalance::MessageQueue;
+    let t = tempfile::tempdir().unwrap();
+    let store = t.path().join("store");
+    bin()
+        .arg("gen")
+        .arg(&store)
+        .args(["--messages", "300", "--commitlog-file-size", "262144"])
+        .assert()
+        .success();
+    let d = t
+        .path()
+        .join("offsets")
+        .join("10.0.0.5@DEFAULT")
+        .join("BcastGroup");
+    std::fs::create_dir_all(&d).unwrap();
+    let mut f = OffsetFile::default();
+    f.set(&MessageQueue::new("OrderTopic", "broker-a", 0), 3);
+    f.set(&MessageQueue::new("OrderTopic", "broker-a", 1), 5);
+    std::fs::write(d.join("offsets.json"), f.to_pretty()).unwrap();
+    let before = std::fs::read(d.join("offsets.json")).unwrap();
+    let out = bin()
+        .arg("export")
+        .arg(&store)
+        .arg("--client-dir")
+        .arg(&d)
+        .args(["--json", "--out"])
+        .arg(t.path().join("b.jsonl"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let export = lines(&out.stdout).pop().unwrap();
+    let (_, s) = plan(&[store.as_os_str(), os("--client-dir"), d.as_os_str()]);
+    assert_eq!(s["messages"], export["messages"]);
+    assert!(s["messages"].as_u64().unwrap() > 0);
+    assert_eq!(std::fs::read(d.join("offsets.json")).unwrap(), before);
+}
