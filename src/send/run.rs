@@ -1053,8 +1053,10 @@ pub enum Outcome {
 
 /// The journal's header for a request.
 pub fn journal_header(source: &Source, target: &Option<Target>) -> super::journal::JournalHeader {
+    // the same source named another way (relative, through a link) is the same source
+    let path = std::fs::canonicalize(&source.path).unwrap_or_else(|_| source.path.clone());
     super::journal::JournalHeader {
-        source: source.path.display().to_string(),
+        source: path.display().to_string(),
         kind: serde_json::to_value(source.kind)
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))

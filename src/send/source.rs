@@ -114,7 +114,12 @@ impl Selection {
         put("msg-id", self.msg_id.clone());
         put(
             "client-dir",
-            self.client_dir.as_ref().map(|d| d.display().to_string()),
+            self.client_dir.as_ref().map(|d| {
+                std::fs::canonicalize(d)
+                    .unwrap_or_else(|_| d.clone())
+                    .display()
+                    .to_string()
+            }),
         );
         put("broker-name", self.broker_name.clone());
         if parts.is_empty() {
