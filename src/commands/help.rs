@@ -163,7 +163,29 @@ Examples:
   rmqstore export ~/store -g OrderGroup --out /tmp/order.jsonl
   rmqstore export ~/store -g OrderGroup --include retry,delayed,dlq --dedupe --out /tmp/order.jsonl
   rmqstore export ~/store -g OrderGroup --out /tmp/new-store
-  rmqstore export ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/BcastGroup --out /tmp/b.jsonl";
+  rmqstore export ~/store --client-dir /tmp/o/10.0.0.5@DEFAULT/BcastGroup --out /tmp/b.jsonl
+
+The way back into a cluster: rmqstore send /tmp/order.jsonl --namesrv HOST:9876 (or send the
+store directly: rmqstore send ~/store -g OrderGroup --namesrv HOST:9876).";
+
+pub const SEND: &str = "\
+Exit status: 0 everything selected was sent (undecided transactions are listed, not sent); 1
+some messages were refused, stored without SEND_OK, left in doubt by a failed batch, damaged in
+the source (a body that fails its CRC is never sent), or the source could not be read to its end
+(each listed); 2 could not run (a topic the cluster lacks, a
+journal of another source or target), stopped by a failure, or interrupted. Run the same command
+again to send the rest: the journal skips every message the cluster acknowledged.
+
+Each message keeps its body (compressed ones with their compression bits), flag, born time,
+UNIQ_KEY, keys, tags and properties, its queue (when the target topic has the source's queue
+count) and what remains of its delay; %RETRY%/%DLQ% copies go to their original topic
+(--keep-retry-topics keeps them). The source is only read.
+
+Examples:
+  rmqstore send ~/store.repaired/repair-20261130-101500/salvaged --namesrv 10.0.0.5:9876
+  rmqstore send ~/store -g OrderGroup --include retry,delayed --namesrv 10.0.0.5:9876 --dry-run
+  rmqstore send /tmp/order.jsonl --broker 10.0.0.7:10911 --create-topics --rate 5000/s
+  rmqstore send ~/store -t OrderTopic --topic-map OrderTopic=OrderTopicRestored --mark RECOVERED=broker-a --namesrv 10.0.0.5:9876 --json";
 
 pub const COMPARE: &str = "\
 Exit status: 0 nothing would be lost; 1 records would be lost (on a store that does not carry on,

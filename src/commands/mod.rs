@@ -27,6 +27,7 @@ pub mod query;
 pub mod rebuild;
 pub mod repair;
 pub mod replay;
+pub mod send;
 pub mod serve;
 pub mod trace;
 pub mod tui;
@@ -95,6 +96,9 @@ pub enum Command {
     /// transactions), as JSON Lines or a new store, ready to be sent again.
     #[command(after_help = help::EXPORT)]
     Export(export::ExportArgs),
+    /// Hand recovered messages back to a live cluster, as their producer sent them (resumable).
+    #[command(after_help = help::SEND)]
+    Send(send::SendArgs),
     /// Consume a group's messages with a command, with retries, DLQ and committed offsets.
     #[command(after_help = help::REPLAY)]
     Replay(replay::ReplayArgs),
@@ -203,6 +207,7 @@ fn command_name(c: &Command) -> String {
         Command::Rebuild(_) => "rebuild",
         Command::Repair(_) => "repair",
         Command::Export(_) => "export",
+        Command::Send(_) => "send",
         Command::Replay(_) => "replay",
         Command::Tui(_) => "tui",
         Command::Offsets(_) => "offsets",
@@ -232,6 +237,7 @@ pub fn run(cli: Cli) -> ExitStatus {
         Command::Rebuild(a) => rebuild::run(&a, &mut out),
         Command::Repair(a) => repair::run(&a, &mut out),
         Command::Export(a) => export::run(&a, &mut out),
+        Command::Send(a) => send::run(&a, &mut out),
         Command::Replay(a) => replay::run(&a, &mut out),
         Command::Tui(a) => tui::run(&a, &mut out),
         Command::Offsets(a) => offsets::run(&a, &mut out),

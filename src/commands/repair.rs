@@ -347,13 +347,20 @@ fn print(
                 removed.files
             )?;
             if salvaged_records > 0 {
+                let salvaged = d.join(r).join("salvaged");
                 writeln!(
                     out,
                     "{salvaged_records} records after the cut are salvaged to {} (listed in \
                      salvaged.jsonl); to hand a group what it has not consumed: rmqstore export {} \
                      --group <GROUP>",
-                    d.join(r).join("salvaged").display(),
-                    d.join(r).join("salvaged").display()
+                    salvaged.display(),
+                    salvaged.display()
+                )?;
+                writeln!(
+                    out,
+                    "next: send them back to a cluster, with their ids, keys and properties \
+                     (--dry-run first to see the plan): rmqstore send {} --namesrv <HOST:9876>",
+                    salvaged.display()
                 )?;
             }
         }

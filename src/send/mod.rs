@@ -11,9 +11,13 @@
 //!   would have sent, which messages the broker acknowledged, and the loop that ties them.
 
 pub mod client;
+pub mod journal;
 pub mod outgoing;
 pub mod producer;
 pub mod route;
+pub mod run;
+pub mod source;
+pub mod translate;
 
 #[cfg(test)]
 mod tests;

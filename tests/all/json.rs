@@ -48,6 +48,8 @@ enum Line {
     CompareRecord(CompareRecord),
     CompareStore(CompareStore),
     ConfigDifference(ConfigDifference),
+    Send(SendLine),
+    SendPlan(SendPlan),
     Note(Note),
     Error(ErrorLine),
     Summary(Summary),
@@ -85,6 +87,8 @@ impl Line {
             Line::CompareRecord(_) => "compare_record",
             Line::CompareStore(_) => "compare_store",
             Line::ConfigDifference(_) => "config_difference",
+            Line::Send(_) => "send",
+            Line::SendPlan(_) => "send_plan",
             Line::Note(_) => "note",
             Line::Error(_) => "error",
             Line::Summary(_) => "summary",
@@ -799,6 +803,8 @@ enum Summary {
     DumpDledger(DumpDledgerSummary),
     #[serde(rename = "compare")]
     Compare(CompareSummary),
+    #[serde(rename = "send")]
+    Send(SendSummary),
 }
 
 // compare
@@ -1283,6 +1289,7 @@ impl Summary {
             Summary::DumpTimercheck(_) => "dump timercheck",
             Summary::DumpDledger(_) => "dump dledger",
             Summary::Compare(_) => "compare",
+            Summary::Send(_) => "send",
         }
     }
 }
@@ -1581,6 +1588,124 @@ struct RepairCut {
     file_offset: u64,
     commitlog_offset: u64,
     reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendLine {
+    key: u64,
+    seq: u64,
+    found: SendFound,
+    uniq_key: Option<String>,
+    topic: Option<String>,
+    queue_id: Option<i32>,
+    status: String,
+    broker: Option<String>,
+    queue_offset: Option<i64>,
+    offset_msg_id: Option<String>,
+    send_status: Option<String>,
+    delay: Option<SendDelay>,
+    why: Option<String>,
+    possible_duplicate: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendFound {
+    source: String,
+    topic: String,
+    queue_id: i32,
+    queue_offset: i64,
+    commitlog_offset: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendDelay {
+    kind: String,
+    level: Option<i32>,
+    remaining_ms: Option<i64>,
+    deliver_timestamp: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendPlan {
+    topic: String,
+    queue_id: Option<i32>,
+    target_queue_id: Option<i32>,
+    broker: Option<String>,
+    messages: u64,
+    delayed: u64,
+    skipped: u64,
+    rule: SendRule,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendRule {
+    rule: String,
+    queues: Option<i32>,
+    why: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendSummary {
+    dry_run: bool,
+    source: String,
+    source_kind: String,
+    target: Option<String>,
+    journal: String,
+    messages: u64,
+    sent: u64,
+    skipped: u64,
+    refused: u64,
+    undecided: u64,
+    unconfirmed: u64,
+    in_doubt: u64,
+    possible_duplicates: u64,
+    in_doubt_before: u64,
+    not_sent: u64,
+    delayed: u64,
+    released: u64,
+    batches: u64,
+    by_source: Object,
+    passed_over: Object,
+    stopped: Option<SendStopped>,
+    missing_topics: Vec<String>,
+    unchecked: Option<String>,
+    interrupted: bool,
+    failure: Option<String>,
+    journal_cut_bytes: u64,
+    elapsed_ms: u64,
+    topics: std::collections::BTreeMap<String, SendTopic>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendStopped {
+    key: u64,
+    why: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct SendTopic {
+    messages: u64,
+    sent: u64,
+    found_in: std::collections::BTreeMap<String, u64>,
+    source_queues: i32,
+    order: bool,
+    rule: Option<SendRule>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -2057,6 +2182,53 @@ fn every_command_on_the_fixtures_fits_the_schema() {
         let store = fixture(name);
         assert!(store.join("commitlog").is_dir(), "{name} is missing");
         every_reader(&store, topic, group);
+    }
+}
+
+/// `send --dry-run`: a plan line per queue, the undecided transactions, a summary; on stores and
+/// on an export file.
+#[test]
+fn send_plans_fit_the_schema() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = fixture("store-4.9");
+    let file = tmp.path().join("x.jsonl");
+    bin()
+        .arg("export")
+        .arg(&store)
+        .args(["-g", "OrderGroup", "--include", "all", "--out"])
+        .arg(&file)
+        .assert()
+        .success();
+    // the store's undecided transactions are listed as `send` lines; the group has none
+    for (source, types) in [
+        (store.clone(), &["send_plan", "send"][..]),
+        (file, &["send_plan"][..]),
+    ] {
+        let r = run!(
+            "send",
+            &source,
+            "--dry-run",
+            "--json",
+            "--journal",
+            tmp.path().join("j")
+        );
+        let Summary::Send(s) = r.report("send", types) else {
+            unreachable!()
+        };
+        assert!(s.dry_run && s.messages > 0 && s.sent == 0);
+        assert_eq!(
+            s.unchecked.as_deref(),
+            Some("no --namesrv or --broker given")
+        );
+        let planned: u64 = r
+            .stdout
+            .iter()
+            .filter_map(|l| match l {
+                Line::SendPlan(p) => Some(p.messages),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(planned + s.undecided, s.messages);
     }
 }
 
@@ -2566,6 +2738,14 @@ fn docs_name_every_field_of_every_type() {
         (sm("compare"), fields_of::<CompareTruncation>()),
         (sm("compare"), fields_of::<CompareBelowDivide>()),
         (sm("compare"), fields_of::<CompareExport>()),
+        (t("send"), fields_of::<SendLine>()),
+        (t("send"), fields_of::<SendFound>()),
+        (t("send"), fields_of::<SendDelay>()),
+        (t("send_plan"), fields_of::<SendPlan>()),
+        (t("send_plan"), fields_of::<SendRule>()),
+        (sm("send"), fields_of::<SendSummary>()),
+        (sm("send"), fields_of::<SendStopped>()),
+        (sm("send"), fields_of::<SendTopic>()),
     ];
     let mut missing = Vec::new();
     for (heading, fields) in &sections {
@@ -2608,6 +2788,8 @@ fn docs_name_every_field_of_every_type() {
         "compare_record",
         "compare_store",
         "config_difference",
+        "send",
+        "send_plan",
         "note",
         "error",
         "summary",

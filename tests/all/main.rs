@@ -25,6 +25,7 @@ mod repair;
 mod repair_service;
 mod repair_timer;
 mod replay;
+mod send;
 mod serve;
 mod trace;
 mod trust;

@@ -30,7 +30,7 @@ pub const FILE_RESERVED_MS: i64 = 72 * 3_600_000;
 pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 
 /// Where a half record stands (ENGINE.md 8, "final-state view").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HalfState {
     /// A `d` op names its queue offset.

@@ -145,6 +145,20 @@ impl ExportSource {
             ExportSource::Timer => "timer",
         }
     }
+
+    /// The source [`ExportSource::as_str`] names (as an export file writes it).
+    pub fn from_name(name: &str) -> Option<ExportSource> {
+        [
+            ExportSource::Topic,
+            ExportSource::Retry,
+            ExportSource::Delayed,
+            ExportSource::Dlq,
+            ExportSource::Transaction,
+            ExportSource::Timer,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
 }
 
 /// One record to send again.

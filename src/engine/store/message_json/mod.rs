@@ -1,11 +1,14 @@
 //! The one JSON shape of a message, shared by `dump`, `query`, `pull`, `export`, the repair
-//! salvage file and the browser's "save as JSON": one flat object per message (pinned by tests).
+//! salvage file and the browser's "save as JSON": one flat object per message (pinned by tests),
+//! and [`read`], the line read back into the message it was written from (`send` of an export file).
 
 use serde::Serialize;
 
 mod direct;
 mod escape;
+pub mod read;
 pub use direct::{write_json_line, RecordFile};
+pub use read::{read_line, LineError, ReadLine};
 
 /// How a body is printed (`--body`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
