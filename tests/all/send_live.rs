@@ -1074,3 +1074,124 @@ fn killed_at_random_moments_and_at_the_journal_failpoints_then_resumed() {
     );
     assert!(duplicates as u64 <= kills * window);
 }
+
+// ---------------------------------------------------------------------------------------------
+// 3. broker faults
+
+/// Runs `send` until it exits on its own (at most 90 s).
+fn wait_exit(run: Running) -> (std::process::ExitStatus, Ran) {
+    let Running { mut child, out } = run;
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("send did not stop within 90 s of losing its broker");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Running { child, out }.finish(false)
+}
+
+/// The broker stopped (SIGTERM) in the middle of a send, and killed (SIGKILL) in the middle of
+/// the next: each time the send stops with exit 2 and the summary says why; the journal holds
+/// exactly what the broker acknowledged (every acknowledged message is on the broker when it
+/// is back) and holds in doubt what was in flight; once the broker is back, a last run sends
+/// the rest and exits 0, and only messages held in doubt are on the broker twice.
+#[test]
+#[cfg_attr(
+    not(rmqstore_cluster),
+    ignore = "needs rocketmq-rust's name server and broker"
+)]
+fn the_broker_stopped_or_killed_mid_send_then_back() {
+    if skip_without_cluster() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let store = gen_store(t.path(), 3000);
+    let (want, uniq_at) = uniq_keys_to_send(&store);
+    let total: usize = want.values().sum();
+    let mut c = LiveCluster::start();
+    let journal = t.path().join("journal");
+    let target = to(&c);
+    let a = args(
+        &target,
+        &[
+            "--create-topics",
+            "--deliver-now",
+            "--in-flight",
+            "4",
+            "--rate",
+            "800/s",
+        ],
+    );
+    let topics: Vec<String> = ["OrderTopic", "PaymentTopic", "AuditTopic"]
+        .map(String::from)
+        .to_vec();
+    let mut doubted = BTreeSet::new();
+    for (i, kill) in [false, true].into_iter().enumerate() {
+        let run = spawn_send(&store, &journal, &a, &[], t.path().join(format!("run{i}")));
+        std::thread::sleep(Duration::from_millis(1200));
+        if kill {
+            c.kill_broker();
+        } else {
+            c.stop_broker();
+        }
+        let (status, ran) = wait_exit(run);
+        eprintln!(
+            "broker {}: {}",
+            if kill { "killed" } else { "stopped" },
+            ran.stderr
+        );
+        ran.assert_code(2);
+        assert!(status.code() == Some(2));
+        let s = ran.summary();
+        assert!(s["failure"].is_string(), "{s}");
+        assert!(ran.stderr.contains("the send stopped"), "{}", ran.stderr);
+        let j = read_journal(&journal);
+        let doubt = in_doubt(&j, total as u64 + 10);
+        assert_eq!(
+            j.acked(),
+            s["sent"].as_u64().unwrap() + s["skipped"].as_u64().unwrap(),
+            "{s}"
+        );
+        assert_eq!(doubt.len() as u64, s["in_doubt"].as_u64().unwrap(), "{s}");
+        assert!(j.acked() > 0 && (j.acked() as usize) < total, "{s}");
+        c.restart_broker();
+        let acked: Vec<u64> = uniq_at.keys().copied().filter(|&q| j.is_acked(q)).collect();
+        let landed = landed_at_least(&c, &topics, acked.len());
+        let got = landed.uniq_counts();
+        for q in &acked {
+            assert!(
+                got.contains_key(&uniq_at[q]),
+                "place {q} acknowledged, not on the broker"
+            );
+        }
+        doubted.extend(doubt);
+    }
+    let (status, last) = wait_exit(spawn_send(&store, &journal, &a, &[], t.path().join("last")));
+    assert_eq!(status.code(), Some(0), "{}", last.stderr);
+    let s = last.summary();
+    assert_eq!(
+        s["sent"].as_u64().unwrap() + s["skipped"].as_u64().unwrap(),
+        total as u64
+    );
+    let landed = landed_at_least(&c, &topics, total);
+    let got = landed.uniq_counts();
+    let doubted_keys: BTreeSet<&String> = doubted.iter().map(|q| &uniq_at[q]).collect();
+    let mut duplicates = 0;
+    for (u, n) in &want {
+        let have = got.get(u).copied().unwrap_or(0);
+        assert!(have >= *n, "{u}: {have} on the broker, {n} sent");
+        if have > *n {
+            duplicates += have - n;
+            assert!(
+                doubted_keys.contains(u),
+                "{u}: {have} copies, never in doubt"
+            );
+        }
+    }
+    eprintln!(
+        "{} in doubt after the faults, {duplicates} extra copies",
+        doubted.len()
+    );
+}
