@@ -930,6 +930,16 @@ pub async fn send_all<S: Sender>(
                         ),
                         true,
                     ),
+                    Err(e @ SendError::Refused { code, .. })
+                        if *code == crate::remoting::codes::NO_PERMISSION =>
+                    {
+                        let topic = batch.messages.first().map_or("", |o| o.topic.as_str());
+                        let why = format!(
+                            "{e} (the cluster's ACL: check --access-key and --secret-key, and \
+                             that the account may publish to {topic})"
+                        );
+                        (why, false)
+                    }
                     Err(e @ (SendError::Refused { .. } | SendError::TopicNotExist(_))) => {
                         (e.to_string(), false)
                     }

@@ -1195,3 +1195,96 @@ fn the_broker_stopped_or_killed_mid_send_then_back() {
         doubted.len()
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// ACL
+
+/// A cluster with plain ACL on: a wrong secret key, and an account without PUB permission,
+/// are refused with the broker's words and exit 2, and the journal records nothing sent; the
+/// admin's keys send everything (`--create-topics` included).
+#[test]
+#[cfg_attr(
+    not(all(rmqstore_cluster, rmqstore_oracle)),
+    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
+)]
+fn acl_refused_then_granted() {
+    if skip_without_cluster() {
+        return;
+    }
+    let Some(o) = oracle("basic-4.9") else { return };
+    let store = o.join("store");
+    let t = tempfile::tempdir().unwrap();
+    let c = LiveCluster::start_with(Options {
+        auto_create_topics: false,
+        acl: Some(vec![ADMIN, READER]),
+    });
+    for topic in ["TopicA", "TopicB", "TopicC"] {
+        c.create_topic(topic, 4);
+    }
+    let journal = t.path().join("journal");
+    let target = to(&c);
+    for (key, secret, said) in [
+        (
+            ADMIN.access_key,
+            "not-the-secret",
+            "Authentication credentials are invalid",
+        ),
+        (
+            READER.access_key,
+            READER.secret_key,
+            "Permission was denied",
+        ),
+    ] {
+        let ran = send(
+            &store,
+            &journal,
+            &args(
+                &target,
+                &[
+                    "--now",
+                    ORACLE_NOW,
+                    "--access-key",
+                    key,
+                    "--secret-key",
+                    secret,
+                ],
+            ),
+        );
+        eprintln!("{key}: {}", ran.stderr);
+        ran.assert_code(2);
+        assert!(ran.stderr.contains(said), "{}", ran.stderr);
+        assert!(ran.stderr.contains("--secret-key"), "{}", ran.stderr);
+        assert_eq!(ran.summary()["sent"], 0);
+        assert_eq!(ran.summary()["in_doubt"], 0);
+        assert_eq!(read_journal(&journal).acked(), 0);
+        for topic in ["TopicA", "TopicB", "TopicC"] {
+            assert!(c.pull_all(topic).is_empty());
+        }
+    }
+    // the admin's keys: all of it, to a topic they create too
+    let ran = send(
+        &store,
+        &journal,
+        &args(
+            &target,
+            &[
+                "--now",
+                ORACLE_NOW,
+                "--topic-map",
+                "TopicC=TopicC2",
+                "--create-topics",
+                "--access-key",
+                ADMIN.access_key,
+                "--secret-key",
+                ADMIN.secret_key,
+            ],
+        ),
+    );
+    ran.assert_code(0);
+    assert_eq!(ran.summary()["sent"], 4581);
+    let landed = landed_at_least(&c, &["TopicA", "TopicB", "TopicC2"].map(String::from), 4581);
+    let n: usize = landed.by_topic.values().map(Vec::len).sum();
+    assert!(n >= 4581, "{n}");
+    assert!(landed.by_topic["TopicC2"].len() >= 1520);
+    assert!(c.pull_all("TopicC").is_empty());
+}
