@@ -37,7 +37,10 @@
 //! doubling up to 1 s), then starts a fresh `timeout`, until `busy_budget` since the send
 //! began (60 s by default) has run out. Every other code fails the send at once
 //! ([`SendError::Refused`]). A stored answer with a status other than `SEND_OK` (10, 11, 12) is
-//! returned as it is; the caller decides.
+//! returned as it is; the caller decides. A send whose earlier attempt may have reached the
+//! broker (a transport failure) ends with a transport error whatever its last attempt got (a
+//! broker that went away leaves the topic without a route, `TOPIC_NOT_EXIST`): the messages
+//! may be stored, and the caller must hold them in doubt, not record them as refused.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -158,6 +161,15 @@ pub enum SendError {
 }
 
 impl SendError {
+    /// Whether the broker may have stored what was sent: the request may have reached it
+    /// (a transport failure, an answer that could not be read).
+    pub fn may_be_stored(&self) -> bool {
+        matches!(
+            self,
+            SendError::Transport { .. } | SendError::Protocol { .. }
+        )
+    }
+
     /// Whether the whole send may be tried again later (the peer may take it then): transport
     /// failures, and a broker still busy when the busy budget ran out.
     pub fn is_retriable(&self) -> bool {
@@ -419,9 +431,15 @@ impl Producer {
         let mut backoff = BUSY_BACKOFF_FIRST;
         let mut last_broker: Option<String> = None;
         let mut last_error: Option<SendError> = None;
+        // the first failure of an attempt that may have reached the broker: whatever the last
+        // attempt says, the messages may be stored
+        let mut maybe_stored: Option<SendError> = None;
         let mut refresh = false;
         loop {
-            let route = self.route_for_attempt(topic, refresh).await?;
+            let route = match self.route_for_attempt(topic, refresh).await {
+                Ok(r) => r,
+                Err(e) => return Err(in_doubt(maybe_stored, e)),
+            };
             let queue = match self.pick(&route, request.queue_id, last_broker.as_deref()) {
                 Some(q) => q,
                 // a route without the queue may be stale: ask once more
@@ -430,30 +448,35 @@ impl Producer {
                     continue;
                 }
                 None => {
-                    return Err(SendError::NoQueue {
+                    let e = SendError::NoQueue {
                         topic: topic.to_string(),
                         queue_id: request.queue_id,
-                    })
+                    };
+                    return Err(in_doubt(maybe_stored, e));
                 }
             };
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                return Err(last_error.unwrap_or_else(|| SendError::Transport {
+                let e = last_error.unwrap_or_else(|| SendError::Transport {
                     addr: queue.broker_addr.clone(),
                     what: format!(
                         "send timed out after {} ms",
                         self.config.timeout.as_millis()
                     ),
-                }));
+                });
+                return Err(in_doubt(maybe_stored, e));
             }
             match self.attempt(&request, &queue, left).await {
                 Attempt::Stored(acks) => return Ok(acks),
-                Attempt::Fail(e) => return Err(self.final_error(topic, e)),
+                Attempt::Fail(e) => return Err(in_doubt(maybe_stored, self.final_error(topic, e))),
                 Attempt::Retry(e) => {
                     tracing::debug!(topic, broker = %queue.broker_name, "send failed, retrying: {e}");
+                    if maybe_stored.is_none() && e.may_be_stored() {
+                        maybe_stored = Some(e.clone());
+                    }
                     attempts += 1;
                     if attempts > self.config.retries {
-                        return Err(self.final_error(topic, e));
+                        return Err(in_doubt(maybe_stored, self.final_error(topic, e)));
                     }
                     last_error = Some(e);
                     refresh = true;
@@ -461,7 +484,7 @@ impl Producer {
                 Attempt::Busy(e) => {
                     let now = Instant::now();
                     if now + backoff >= busy_end {
-                        return Err(e);
+                        return Err(in_doubt(maybe_stored, e));
                     }
                     tracing::debug!(topic, broker = %queue.broker_name, "broker busy, pausing {} ms: {e}", backoff.as_millis());
                     tokio::time::sleep(backoff).await;
@@ -568,6 +591,32 @@ impl Producer {
     /// brokers, so there is nothing to unregister.)
     pub async fn shutdown(self) {
         self.pool.close_all().await;
+    }
+}
+
+/// The error a send ends with: `last`, unless an earlier attempt may have stored the messages;
+/// then that one (a [`SendError::Transport`] naming both), so the caller holds them in doubt
+/// rather than as not stored.
+fn in_doubt(earlier: Option<SendError>, last: SendError) -> SendError {
+    match earlier {
+        Some(first) if !last.may_be_stored() => SendError::Transport {
+            addr: match &first {
+                SendError::Transport { addr, .. } | SendError::Protocol { addr, .. } => {
+                    addr.clone()
+                }
+                _ => String::new(),
+            },
+            what: format!(
+                "{} (the messages may have been stored), then: {last}",
+                match &first {
+                    SendError::Transport { what, .. } | SendError::Protocol { what, .. } => {
+                        what.as_str()
+                    }
+                    _ => "",
+                }
+            ),
+        },
+        _ => last,
     }
 }
 

@@ -39,7 +39,7 @@ use super::outgoing::{Acked, Outgoing, SendStatus, SourceKey};
 use super::producer::{Producer, SendError};
 use super::route::TopicRoute;
 use super::source::{PassedOver, Source, SourceEntry, SourceError, SourceMessage};
-use super::translate::{translate, Delay, TranslateOptions, Translation};
+use super::translate::{destination, translate, Delay, Destination, TranslateOptions, Translation};
 use crate::engine::consume::export::ExportSource;
 use crate::engine::store::dispatch::RETRY_PREFIX;
 
@@ -270,8 +270,8 @@ pub fn plan(
                 }
                 let found = Found::of(&m);
                 let uniq_key = m.item.uniq_key.clone();
-                match translate(m.key, &m.item, m.message, opts) {
-                    Translation::Undecided => p.undecided.push(Listed {
+                match destination(&m.item, &m.message, opts) {
+                    None => p.undecided.push(Listed {
                         key: m.key,
                         seq: m.seq,
                         found,
@@ -280,13 +280,17 @@ pub fn plan(
                         queue_id: None,
                         why: "undecided transaction (--send-undecided sends it)".into(),
                     }),
-                    Translation::Send { message, delay } => {
-                        let t = p.topics.entry(message.topic.clone()).or_default();
+                    Some(Destination {
+                        topic,
+                        queue_id,
+                        delay,
+                    }) => {
+                        let t = p.topics.entry(topic).or_default();
                         *t.found_in.entry(found.topic.clone()).or_default() += 1;
-                        if let Some(q) = message.queue_id {
+                        if let Some(q) = queue_id {
                             t.source_queues = t.source_queues.max(q.saturating_add(1));
                         }
-                        let q = t.queues.entry(message.queue_id).or_default();
+                        let q = t.queues.entry(queue_id).or_default();
                         q.messages += 1;
                         match delay {
                             Delay::Level { .. } | Delay::Timer { .. } => {
@@ -930,6 +934,16 @@ pub async fn send_all<S: Sender>(
                         ),
                         true,
                     ),
+                    Err(e @ SendError::Refused { code, .. })
+                        if *code == crate::remoting::codes::NO_PERMISSION =>
+                    {
+                        let topic = batch.messages.first().map_or("", |o| o.topic.as_str());
+                        let why = format!(
+                            "{e} (the cluster's ACL: check --access-key and --secret-key, and \
+                             that the account may publish to {topic})"
+                        );
+                        (why, false)
+                    }
                     Err(e @ (SendError::Refused { .. } | SendError::TopicNotExist(_))) => {
                         (e.to_string(), false)
                     }

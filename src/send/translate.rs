@@ -180,6 +180,54 @@ fn last_values(pairs: Vec<(String, String)>) -> Vec<(String, String)> {
     out
 }
 
+/// Where a record goes and with what delay: a [`translate`] without the message, what a plan
+/// needs (it costs no property rewriting).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// The target topic, renamed by `topic_map`.
+    pub topic: String,
+    /// Its queue there, `None` when it is not known (the producer picks).
+    pub queue_id: Option<i32>,
+    pub delay: Delay,
+}
+
+/// Where `msg`, found as `item`, goes (see the module documentation); `None` for an undecided
+/// half message, which is listed, not sent.
+pub fn destination(
+    item: &ExportItem,
+    msg: &Message,
+    opts: &TranslateOptions,
+) -> Option<Destination> {
+    if item.source == ExportSource::Transaction && !opts.send_undecided {
+        return None;
+    }
+    let (topic, queue_id) = target(item, msg, opts.keep_retry_topics);
+    let delay = match item.source {
+        ExportSource::Timer => match item.due {
+            Some(due) if !opts.deliver_now && due > opts.now => Delay::Timer {
+                deliver_timestamp: due,
+            },
+            _ => Delay::Released,
+        },
+        ExportSource::Delayed => {
+            let remaining = item.due.map_or(0, |d| d.saturating_sub(opts.now));
+            match delay_level(&opts.delay_levels, remaining) {
+                Some(level) if !opts.deliver_now && remaining > 0 => Delay::Level {
+                    level,
+                    remaining_ms: remaining,
+                },
+                _ => Delay::Released,
+            }
+        }
+        _ => Delay::None,
+    };
+    Some(Destination {
+        topic: opts.topic_map.get(&topic).cloned().unwrap_or(topic),
+        queue_id,
+        delay,
+    })
+}
+
 /// The message a producer would have sent for `msg`, found as `item` (see the module
 /// documentation).
 pub fn translate(
@@ -188,58 +236,46 @@ pub fn translate(
     msg: Message,
     opts: &TranslateOptions,
 ) -> Translation {
-    if item.source == ExportSource::Transaction && !opts.send_undecided {
+    let Some(dest) = destination(item, &msg, opts) else {
         return Translation::Undecided;
-    }
+    };
+    // the record moved to where it belongs (before any rename)
     let (topic, queue) = target(item, &msg, opts.keep_retry_topics);
     let reconsume_times = msg.reconsume_times;
-    let moved = ExportItem {
-        resend_topic: topic.clone(),
-        resend_queue_id: queue.unwrap_or(0),
-        ..item.clone()
+    let msg = if topic == item.resend_topic && queue.unwrap_or(0) == item.resend_queue_id {
+        resend_record(msg, item)
+    } else {
+        let moved = ExportItem {
+            resend_topic: topic.clone(),
+            resend_queue_id: queue.unwrap_or(0),
+            ..item.clone()
+        };
+        resend_record(msg, &moved)
     };
-    let msg = resend_record(msg, &moved);
     let mut pairs = last_values(property_pairs(&msg.properties));
     pairs.retain(|(k, _)| {
         !BROKER_PROPERTIES.contains(&k.as_str()) && !TRANSACTION_PROPERTIES.contains(&k.as_str())
     });
-    let mut delay = Delay::None;
-    match item.source {
-        ExportSource::Timer => {
-            for name in [prop::TIMER_DELAY_SEC, prop::TIMER_DELAY_MS] {
-                remove_property(&mut pairs, name);
-            }
-            match item.due {
-                Some(due) if !opts.deliver_now && due > opts.now => {
-                    set_property(&mut pairs, prop::TIMER_DELIVER_MS, due.to_string());
-                    delay = Delay::Timer {
-                        deliver_timestamp: due,
-                    };
-                }
-                _ => {
-                    remove_property(&mut pairs, prop::TIMER_DELIVER_MS);
-                    delay = Delay::Released;
-                }
-            }
+    let delay = dest.delay;
+    if item.source == ExportSource::Timer {
+        for name in [prop::TIMER_DELAY_SEC, prop::TIMER_DELAY_MS] {
+            remove_property(&mut pairs, name);
         }
-        _ => {
-            pairs.retain(|(k, _)| !TIMER_REQUESTS.contains(&k.as_str()));
-            if item.source == ExportSource::Delayed {
-                let remaining = item.due.map_or(0, |d| d.saturating_sub(opts.now));
-                match delay_level(&opts.delay_levels, remaining) {
-                    Some(level) if !opts.deliver_now && remaining > 0 => {
-                        set_property(&mut pairs, prop::DELAY, level.to_string());
-                        delay = Delay::Level {
-                            level,
-                            remaining_ms: remaining,
-                        };
-                    }
-                    _ => delay = Delay::Released,
-                }
-            }
+        match delay {
+            Delay::Timer { deliver_timestamp } => set_property(
+                &mut pairs,
+                prop::TIMER_DELIVER_MS,
+                deliver_timestamp.to_string(),
+            ),
+            _ => remove_property(&mut pairs, prop::TIMER_DELIVER_MS),
+        }
+    } else {
+        pairs.retain(|(k, _)| !TIMER_REQUESTS.contains(&k.as_str()));
+        if let Delay::Level { level, .. } = delay {
+            set_property(&mut pairs, prop::DELAY, level.to_string());
         }
     }
-    let topic = opts.topic_map.get(&topic).cloned().unwrap_or(topic);
+    let topic = dest.topic;
     let (reconsume_times, max_reconsume_times) = if topic.starts_with(RETRY_PREFIX) {
         let max = pairs
             .iter()
@@ -682,6 +718,46 @@ mod tests {
             }
         }
         assert!(twice > 0, "no record of the store names UNIQ_KEY twice");
+    }
+
+    /// What a plan reads of a record (`destination`) is what its translation sends, on every
+    /// record of the oracle stores, with and without the options that change it.
+    #[test]
+    #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+    fn destination_agrees_with_translate() {
+        for name in ["basic-4.9", "timer-5.x", "dledger-4.9"] {
+            let s = open(name);
+            let (msgs, _) = all(&s);
+            let base = options(&s);
+            let variants = [
+                base.clone(),
+                TranslateOptions {
+                    deliver_now: true,
+                    send_undecided: true,
+                    keep_retry_topics: true,
+                    topic_map: [("TopicA".to_string(), "Renamed".to_string())].into(),
+                    ..base.clone()
+                },
+            ];
+            for opts in &variants {
+                for m in &msgs {
+                    let d = destination(&m.item, &m.message, opts);
+                    match translate(m.key, &m.item, m.message.clone(), opts) {
+                        Translation::Undecided => assert_eq!(d, None, "{name} {}", m.key),
+                        Translation::Send { message, delay } => assert_eq!(
+                            d,
+                            Some(Destination {
+                                topic: message.topic,
+                                queue_id: message.queue_id,
+                                delay,
+                            }),
+                            "{name} {}",
+                            m.key
+                        ),
+                    }
+                }
+            }
+        }
     }
 
     #[test]

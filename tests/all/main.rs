@@ -26,6 +26,7 @@ mod repair_service;
 mod repair_timer;
 mod replay;
 mod send;
+mod send_live;
 mod serve;
 mod trace;
 mod trust;

@@ -324,6 +324,29 @@ async fn a_broker_closing_on_every_send_fails_the_send_after_its_attempts_withou
     assert_eq!(peer.with_code(codes::SEND_MESSAGE_V2).len(), 3);
 }
 
+/// A broker that goes away mid-send: the first attempt's connection closes (the message may be
+/// stored), then the name server has no route for the topic. The send ends in doubt, not as a
+/// missing topic, so the caller does not record the message as refused.
+#[tokio::test]
+async fn a_refusal_after_an_attempt_that_may_have_been_stored_is_a_transport_failure() {
+    let peer = Peer::start(|req| match req.cmd.code {
+        codes::GET_ROUTEINFO_BY_TOPIC if req.nth == 0 => {
+            success(req, route_body(&[("broker-a", &req.addr, 4, 6)]))
+        }
+        codes::GET_ROUTEINFO_BY_TOPIC => answer(req, codes::TOPIC_NOT_EXIST, "no route"),
+        _ => Reply::Close,
+    })
+    .await;
+    let producer = Producer::connect(config(&peer.addr)).await.unwrap();
+    let e = producer.send(&[message(1, TOPIC, b"x")]).await.unwrap_err();
+    assert!(matches!(e, SendError::Transport { .. }), "{e}");
+    assert!(
+        e.may_be_stored() && e.to_string().contains("does not exist"),
+        "{e}"
+    );
+    assert_eq!(peer.with_code(codes::SEND_MESSAGE_V2).len(), 1);
+}
+
 #[tokio::test]
 async fn a_broker_that_never_answers_uses_up_the_send_timeout() {
     let peer = broker(|_| Reply::Silent).await;
