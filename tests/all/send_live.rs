@@ -32,6 +32,8 @@ use rmqstore::send::journal::{Access, Journal};
 use serde_json::Value;
 
 const SCHEDULE: &str = "SCHEDULE_TOPIC_XXXX";
+/// Where a 5.x broker parks a timer message.
+const WHEEL: &str = "rmq_sys_wheel_timer";
 
 /// The broker's default `messageDelayLevel` (the oracle stores' too), in ms.
 const LEVELS_MS: [i64; 18] = [
@@ -40,8 +42,16 @@ const LEVELS_MS: [i64; 18] = [
 ];
 
 /// Properties of a stored record that a sent message does not carry (the broker's own, the
-/// parked copy's, the transaction's: issue 34, "what a message keeps").
-const NOT_CARRIED: [&str; 10] = [
+/// parked copy's, the transaction's, the timer requests of a message already released: issue
+/// 34, "what a message keeps"; a pending timer's are checked on their own).
+const NOT_CARRIED: [&str; 17] = [
+    "TIMER_DELIVER_MS",
+    "TIMER_DELAY_SEC",
+    "TIMER_DELAY_MS",
+    "TIMER_OUT_MS",
+    "TIMER_ENQUEUE_MS",
+    "TIMER_DEQUEUE_MS",
+    "TIMER_ROLL_TIMES",
     "CLUSTER",
     "WAIT",
     "MIN_OFFSET",
@@ -199,6 +209,7 @@ impl Landed {
         let mut by_topic = BTreeMap::new();
         let mut all: BTreeSet<String> = topics.into_iter().collect();
         all.insert(SCHEDULE.into());
+        all.insert(WHEEL.into());
         for t in all {
             by_topic.insert(t.clone(), c.pull_all(&t));
         }
@@ -247,6 +258,8 @@ struct Expect<'a> {
     now: i64,
     marks: &'a [(&'a str, &'a str)],
     topic_map: &'a [(&'a str, &'a str)],
+    /// When the send started and ended (ms).
+    sent_between: (i64, i64),
 }
 
 /// What the compared messages held, so a test can say its comparison covered it.
@@ -370,6 +383,32 @@ fn check_sent(
                         "{what}: real queue"
                     );
                 }
+                parked_uniq.insert(src_props["UNIQ_KEY"].clone());
+            }
+            "timer" => {
+                seen.parked += 1;
+                let at = l["delay"]["deliver_timestamp"].as_i64().unwrap();
+                assert_eq!(t.topic, WHEEL, "{what}");
+                assert_eq!(
+                    got.remove("TIMER_DELIVER_MS"),
+                    Some(at.to_string()),
+                    "{what}"
+                );
+                // what remained at --now, from when it was sent (the wheel releases a message a
+                // precision, 1 s, after its TIMER_OUT_MS)
+                let out: i64 = src_props["TIMER_OUT_MS"].parse().unwrap();
+                let due = out + 1000;
+                let (from, to) = e.sent_between;
+                assert!(
+                    (from..=to).contains(&(at - (due - e.now))),
+                    "{what}: released at {at}, {} ms after the send started at {from}",
+                    at - from
+                );
+                assert_eq!(got.remove("REAL_TOPIC").as_deref(), Some(topic), "{what}");
+                got.remove("REAL_QID");
+                // the source's timer properties became TIMER_DELIVER_MS; the wheel adds its own
+                want.retain(|k, _| !k.starts_with("TIMER_"));
+                got.retain(|k, _| !k.starts_with("TIMER_") && k != "E_T");
                 parked_uniq.insert(src_props["UNIQ_KEY"].clone());
             }
             kind => {
@@ -724,6 +763,7 @@ fn an_export_file_comes_back_renamed_marked_and_delivered_now() {
             now: now_of(ORACLE_NOW),
             marks: &[("recovered-from", "basic-4.9")],
             topic_map: &[("TopicA", "Restored")],
+            ..Default::default()
         },
         None,
     );
@@ -776,6 +816,51 @@ fn a_salvage_store_comes_back_field_by_field() {
     eprintln!("salvage store: {seen:?}");
     assert!(seen.sent > 100, "{seen:?}");
     assert_eq!(ran.summary()["source_kind"], "salvage_store");
+}
+
+/// timer-5.x, measured at the store's own time: its pending timer messages wait in the
+/// broker's timer topic until what remained of their delay has passed, counted from the send
+/// (their first release time has long passed: sent as it was, the broker would refuse them).
+#[test]
+#[cfg_attr(
+    not(all(rmqstore_cluster, rmqstore_oracle)),
+    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
+)]
+fn a_timer_store_keeps_what_remained_of_its_timers() {
+    if skip_without_cluster() {
+        return;
+    }
+    let Some(o) = oracle("timer-5.x") else { return };
+    let store = o.join("store");
+    let t = tempfile::tempdir().unwrap();
+    let c = LiveCluster::start();
+    let wall = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    let started = wall();
+    let ran = send(
+        &store,
+        &t.path().join("journal"),
+        &args(&to(&c), &["--now", ORACLE_NOW, "--create-topics"]),
+    );
+    ran.assert_code(0);
+    let seen = check_sent(
+        &c,
+        &store,
+        &ran,
+        &Expect {
+            now: now_of(ORACLE_NOW),
+            sent_between: (started, wall()),
+            ..Default::default()
+        },
+        None,
+    );
+    eprintln!("timer-5.x: {seen:?}");
+    assert_eq!(seen.parked, 64);
+    assert_eq!(seen.sent, 835 + 64);
 }
 
 // ---------------------------------------------------------------------------------------------
