@@ -1,15 +1,16 @@
 //! `send` against a live cluster (rocketmq-rust's name server and broker, common/cluster.rs),
 //! everything read back and compared with its source field by field: the oracle stores (plain
-//! and DLedger), a salvage store made by `repair`, an export file; `--create-topics`,
-//! `--topic-map`, `--mark`, `--deliver-now`; `send` killed at random moments and at the
-//! journal's failpoints, then resumed; the broker stopped or killed mid-send; ACL refused and
-//! granted.
+//! and DLedger, 4.9 and 5.x timers), a salvage store made by `repair`, an export file;
+//! `--create-topics`, `--topic-map`, `--mark`, `--deliver-now`; `send` killed at random moments
+//! and at the journal's failpoints, then resumed; the broker stopped or killed mid-send; ACL
+//! refused and granted.
 //!
 //! What a sent message must be on the broker (issue 34, and the harness's list of what this
 //! broker does): the body as stored with its compression bits, the flag, the born time, every
 //! property the producer set (compared as a map, since the broker reorders them), the queue of
 //! a message found in its topic (and each queue's order), a remaining delay as the recomputed
-//! level in `SCHEDULE_TOPIC_XXXX` (or plain with `--deliver-now`). The broker adds `CLUSTER`,
+//! level in `SCHEDULE_TOPIC_XXXX` or a timer's `TIMER_DELIVER_MS` in the timer wheel's topic (or
+//! plain with `--deliver-now`). The broker adds `CLUSTER`,
 //! `MSG_REGION` and `TRACE_ON`, and keeps the `WAIT=true` the producer sends. A sent message is
 //! found on the broker by the offset message id its `send` line names, so nothing is matched
 //! by guesswork.
