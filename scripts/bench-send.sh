@@ -9,7 +9,8 @@
 # records sent), send's CPU (user + sys, /usr/bin/time -v) against its wall time, and the
 # broker's CPU over the same time (/proc/<pid>/stat). Figures go to README.md by hand.
 # Usage: scripts/bench-send.sh [DIR] [OPERATIONS]
-#        (BENCH_NO_BUILD=1 uses the release binary already built; NAMESRV_PORT, BROKER_PORT and
+#        (BENCH_NO_BUILD=1 uses the release binary already built; BENCH_LOOSE_ONLY=1 skips the
+#        default send, which takes about 11 minutes for 1M messages; NAMESRV_PORT, BROKER_PORT and
 #        HA_PORT choose the ports, default 39876, 30911 and 30912; the broker also listens on
 #        BROKER_PORT - 2)
 set -euo pipefail
@@ -142,8 +143,8 @@ send_run() {
   rm -rf "$home"
 }
 if [ -z "${BENCH_LOOSE_ONLY:-}" ]; then
-echo "== send, born times kept (the default: a batch holds messages born in the same ms)"
-send_run default
+  echo "== send, born times kept (the default: a batch holds messages born in the same ms)"
+  send_run default
 fi
 echo "== send --loose-born-time (batches of up to 256 messages)"
 send_run loose --loose-born-time

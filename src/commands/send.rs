@@ -93,7 +93,8 @@ pub struct SendArgs {
     /// (repeatable).
     #[arg(long, value_name = "NAME=VALUE", value_parser = parse_mark)]
     pub mark: Vec<(String, String)>,
-    /// The time remaining delays are measured from (default: now).
+    /// The time remaining delays are measured from (default: now); a delayed or timer message
+    /// keeps what remained at that time, counted from when it is sent.
     #[arg(long, value_name = "TIME", value_parser = parse_time_arg)]
     pub now: Option<i64>,
     /// Non-orderly topics: let the producer pick queues (default: a message keeps its queue).
@@ -299,6 +300,7 @@ pub fn run(a: &SendArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             marks: a.mark.clone(),
             delay_levels: source.delay_levels(),
             now: source.now(),
+            clock: a.now.map(|_| chrono::Utc::now().timestamp_millis()),
             retry_max_times: source.retry_max_times(),
         },
         spread: a.spread,

@@ -22,8 +22,10 @@
 //! - **Remaining delay.** A message parked in `SCHEDULE_TOPIC_XXXX` goes with `DELAY` = the
 //!   smallest level whose delay covers what remained at `now` (levels from the store's
 //!   `messageDelayLevel`, or the broker's default); one already due goes at once. A pending 5.x
-//!   timer message keeps `TIMER_DELIVER_MS` (a 4.9 broker ignores it and delivers at once).
-//!   `deliver_now` sends every one of them at once.
+//!   timer message keeps `TIMER_DELIVER_MS` (a 4.9 broker ignores it and delivers at once): its
+//!   release time, or, when `now` is not the real time (`clock`), the real time plus what
+//!   remained at `now` (a broker refuses a release time in the past). `deliver_now` sends every
+//!   one of them at once.
 //! - **Consumer copies.** `%RETRY%`/`%DLQ%` copies go to their original topic (their queue there
 //!   is not recorded: the producer picks one), or with `keep_retry_topics` stay on their
 //!   `%RETRY%`/`%DLQ%` topic and queue, with the record's reconsume times in header `j` (and for
@@ -101,6 +103,9 @@ pub struct TranslateOptions {
     pub delay_levels: Vec<i64>,
     /// The time remaining delays are measured from (ms).
     pub now: i64,
+    /// The real time (ms), when `now` is another: a timer's release time is this plus what
+    /// remained of its delay at `now`.
+    pub clock: Option<i64>,
     /// `retryMaxTimes` of consumer groups (for `%RETRY%` copies kept on their topic whose record
     /// does not say).
     pub retry_max_times: BTreeMap<String, i32>,
@@ -205,7 +210,10 @@ pub fn destination(
     let delay = match item.source {
         ExportSource::Timer => match item.due {
             Some(due) if !opts.deliver_now && due > opts.now => Delay::Timer {
-                deliver_timestamp: due,
+                deliver_timestamp: match opts.clock {
+                    Some(clock) => clock.saturating_add(due - opts.now),
+                    None => due,
+                },
             },
             _ => Delay::Released,
         },
@@ -648,6 +656,25 @@ mod tests {
             ] {
                 assert!(!p.contains_key(gone), "{gone}");
             }
+            // measured at another time than the real one: what remained, from the real time
+            let clock = 1_900_000_000_000;
+            let (o, d) = send(
+                m,
+                &TranslateOptions {
+                    clock: Some(clock),
+                    ..at(due - 5000)
+                },
+            );
+            assert_eq!(
+                d,
+                Delay::Timer {
+                    deliver_timestamp: clock + 5000
+                }
+            );
+            assert_eq!(
+                props(&o)[prop::TIMER_DELIVER_MS],
+                (clock + 5000).to_string()
+            );
             for opts in [
                 at(due),
                 TranslateOptions {

@@ -1,15 +1,16 @@
 //! `send` against a live cluster (rocketmq-rust's name server and broker, common/cluster.rs),
 //! everything read back and compared with its source field by field: the oracle stores (plain
-//! and DLedger), a salvage store made by `repair`, an export file; `--create-topics`,
-//! `--topic-map`, `--mark`, `--deliver-now`; `send` killed at random moments and at the
-//! journal's failpoints, then resumed; the broker stopped or killed mid-send; ACL refused and
-//! granted.
+//! and DLedger, 4.9 and 5.x timers), a salvage store made by `repair`, an export file;
+//! `--create-topics`, `--topic-map`, `--mark`, `--deliver-now`; `send` killed at random moments
+//! and at the journal's failpoints, then resumed; the broker stopped or killed mid-send; ACL
+//! refused and granted.
 //!
 //! What a sent message must be on the broker (issue 34, and the harness's list of what this
 //! broker does): the body as stored with its compression bits, the flag, the born time, every
 //! property the producer set (compared as a map, since the broker reorders them), the queue of
 //! a message found in its topic (and each queue's order), a remaining delay as the recomputed
-//! level in `SCHEDULE_TOPIC_XXXX` (or plain with `--deliver-now`). The broker adds `CLUSTER`,
+//! level in `SCHEDULE_TOPIC_XXXX` or a timer's `TIMER_DELIVER_MS` in the timer wheel's topic (or
+//! plain with `--deliver-now`). The broker adds `CLUSTER`,
 //! `MSG_REGION` and `TRACE_ON`, and keeps the `WAIT=true` the producer sends. A sent message is
 //! found on the broker by the offset message id its `send` line names, so nothing is matched
 //! by guesswork.
@@ -31,10 +32,9 @@ use rmqstore::format::msgid::offset_msg_id;
 use rmqstore::send::journal::{Access, Journal};
 use serde_json::Value;
 
-/// Where a source message landed: source queue offset, target queue, target queue offset.
-type Placed = (i64, i32, i64);
-
 const SCHEDULE: &str = "SCHEDULE_TOPIC_XXXX";
+/// Where a 5.x broker parks a timer message.
+const WHEEL: &str = "rmq_sys_wheel_timer";
 
 /// The broker's default `messageDelayLevel` (the oracle stores' too), in ms.
 const LEVELS_MS: [i64; 18] = [
@@ -43,8 +43,16 @@ const LEVELS_MS: [i64; 18] = [
 ];
 
 /// Properties of a stored record that a sent message does not carry (the broker's own, the
-/// parked copy's, the transaction's: issue 34, "what a message keeps").
-const NOT_CARRIED: [&str; 10] = [
+/// parked copy's, the transaction's, the timer requests of a message already released: issue
+/// 34, "what a message keeps"; a pending timer's are checked on their own).
+const NOT_CARRIED: [&str; 17] = [
+    "TIMER_DELIVER_MS",
+    "TIMER_DELAY_SEC",
+    "TIMER_DELAY_MS",
+    "TIMER_OUT_MS",
+    "TIMER_ENQUEUE_MS",
+    "TIMER_DEQUEUE_MS",
+    "TIMER_ROLL_TIMES",
     "CLUSTER",
     "WAIT",
     "MIN_OFFSET",
@@ -202,6 +210,7 @@ impl Landed {
         let mut by_topic = BTreeMap::new();
         let mut all: BTreeSet<String> = topics.into_iter().collect();
         all.insert(SCHEDULE.into());
+        all.insert(WHEEL.into());
         for t in all {
             by_topic.insert(t.clone(), c.pull_all(&t));
         }
@@ -250,6 +259,8 @@ struct Expect<'a> {
     now: i64,
     marks: &'a [(&'a str, &'a str)],
     topic_map: &'a [(&'a str, &'a str)],
+    /// When the send started and ended (ms).
+    sent_between: (i64, i64),
 }
 
 /// What the compared messages held, so a test can say its comparison covered it.
@@ -271,6 +282,10 @@ struct Seen {
     /// Messages found in a topic and kept on their queue.
     queue_kept: usize,
 }
+
+/// Where a message of a source queue was stored: its source queue offset, the target queue and
+/// the offset there.
+type Placed = (i64, i32, i64);
 
 /// Every `sent` line of `ran` against the broker: the record it names by offset id holds what
 /// the source record held (see the module documentation); each source queue's messages are on
@@ -301,7 +316,6 @@ fn check_sent(
     let mut seen = Seen::default();
     let mut matched: BTreeSet<String> = BTreeSet::new();
     let mut parked_uniq: BTreeSet<String> = BTreeSet::new();
-    // (source topic, queue) -> (source queue offset, target queue, target queue offset)
     let mut queues: BTreeMap<(String, i32), Vec<Placed>> = BTreeMap::new();
     let mapped = |t: &str| -> String {
         e.topic_map
@@ -373,6 +387,32 @@ fn check_sent(
                         "{what}: real queue"
                     );
                 }
+                parked_uniq.insert(src_props["UNIQ_KEY"].clone());
+            }
+            "timer" => {
+                seen.parked += 1;
+                let at = l["delay"]["deliver_timestamp"].as_i64().unwrap();
+                assert_eq!(t.topic, WHEEL, "{what}");
+                assert_eq!(
+                    got.remove("TIMER_DELIVER_MS"),
+                    Some(at.to_string()),
+                    "{what}"
+                );
+                // what remained at --now, from when it was sent (the wheel releases a message a
+                // precision, 1 s, after its TIMER_OUT_MS)
+                let out: i64 = src_props["TIMER_OUT_MS"].parse().unwrap();
+                let due = out + 1000;
+                let (from, to) = e.sent_between;
+                assert!(
+                    (from..=to).contains(&(at - (due - e.now))),
+                    "{what}: released at {at}, {} ms after the send started at {from}",
+                    at - from
+                );
+                assert_eq!(got.remove("REAL_TOPIC").as_deref(), Some(topic), "{what}");
+                got.remove("REAL_QID");
+                // the source's timer properties became TIMER_DELIVER_MS; the wheel adds its own
+                want.retain(|k, _| !k.starts_with("TIMER_"));
+                got.retain(|k, _| !k.starts_with("TIMER_") && k != "E_T");
                 parked_uniq.insert(src_props["UNIQ_KEY"].clone());
             }
             kind => {
@@ -615,9 +655,9 @@ fn an_oracle_store_comes_back_field_by_field() {
             .unwrap()
             .iter()
             .filter(|(k, v)| {
-                let dropped = ["MIN_OFFSET", "MAX_OFFSET", ""].contains(&k.as_str());
+                let client_added = ["MIN_OFFSET", "MAX_OFFSET", ""].contains(&k.as_str());
                 let no_tags = k.as_str() == "TAGS" && v.is_null();
-                !(dropped || no_tags)
+                !client_added && !no_tags
             })
             .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
             .collect();
@@ -728,6 +768,7 @@ fn an_export_file_comes_back_renamed_marked_and_delivered_now() {
             now: now_of(ORACLE_NOW),
             marks: &[("recovered-from", "basic-4.9")],
             topic_map: &[("TopicA", "Restored")],
+            ..Default::default()
         },
         None,
     );
@@ -780,6 +821,51 @@ fn a_salvage_store_comes_back_field_by_field() {
     eprintln!("salvage store: {seen:?}");
     assert!(seen.sent > 100, "{seen:?}");
     assert_eq!(ran.summary()["source_kind"], "salvage_store");
+}
+
+/// timer-5.x, measured at the store's own time: its pending timer messages wait in the
+/// broker's timer topic until what remained of their delay has passed, counted from the send
+/// (their first release time has long passed: sent as it was, the broker would refuse them).
+#[test]
+#[cfg_attr(
+    not(all(rmqstore_cluster, rmqstore_oracle)),
+    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
+)]
+fn a_timer_store_keeps_what_remained_of_its_timers() {
+    if skip_without_cluster() {
+        return;
+    }
+    let Some(o) = oracle("timer-5.x") else { return };
+    let store = o.join("store");
+    let t = tempfile::tempdir().unwrap();
+    let c = LiveCluster::start();
+    let wall = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+    };
+    let started = wall();
+    let ran = send(
+        &store,
+        &t.path().join("journal"),
+        &args(&to(&c), &["--now", ORACLE_NOW, "--create-topics"]),
+    );
+    ran.assert_code(0);
+    let seen = check_sent(
+        &c,
+        &store,
+        &ran,
+        &Expect {
+            now: now_of(ORACLE_NOW),
+            sent_between: (started, wall()),
+            ..Default::default()
+        },
+        None,
+    );
+    eprintln!("timer-5.x: {seen:?}");
+    assert_eq!(seen.parked, 64);
+    assert_eq!(seen.sent, 835 + 64);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -986,7 +1072,7 @@ fn killed_at_random_moments_and_at_the_journal_failpoints_then_resumed() {
             "500/s",
         ],
     );
-    let mut rng = Rng(0x005e_ed0f_5e4d);
+    let mut rng = Rng(0x5eed_0f5e_4d00);
     let mut d = Doubts::default();
     let mut kills = 0;
     for i in 0..6 {
