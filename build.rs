@@ -1,11 +1,13 @@
 //! Records the commit the binary is built from, for `rmqstore --version`, and what the tests'
 //! data and peers are: `rmqstore_oracle` when `../shared/oracle` holds the seven Java-written
 //! stores, `rmqstore_ali_ons` when the Node.js client is installed and node runs,
-//! `rmqstore_cluster` when rocketmq-rust's name server and broker are installed in
-//! `$RMQSTORE_PEERS/bin` (default `~/.cache/rmqstore-peers`, where `.ci/run` puts them; the
-//! tests read the directory from `RMQSTORE_PEERS_BIN`). Tests that need any of them carry
-//! `#[cfg_attr(not(...), ignore = "...")]`, so the runner counts them as ignored rather than
-//! passed.
+//! `rmqstore_java_4_9` and `rmqstore_java_5` when the Java peer kit of that release is in
+//! `$RMQSTORE_PEERS/java` (default `~/.cache/rmqstore-peers`, where `tests/peers/java/install`
+//! puts it; the tests read the directory from `RMQSTORE_PEERS_JAVA`) and java runs,
+//! `rmqstore_rocketmq_rust` when rocketmq-rust's name server and broker are installed in
+//! `$RMQSTORE_PEERS/bin` (`scripts/test-rocketmq-rust.sh`; the tests read `RMQSTORE_PEERS_BIN`).
+//! Tests that need any of them carry `#[cfg_attr(not(...), ignore = "...")]`, so the runner
+//! counts them as ignored rather than passed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,9 +24,16 @@ const ORACLES: [&str; 7] = [
     "dledger-converted-4.9",
 ];
 
-/// The live cluster's programs, as `cargo install rocketmq-namesrv rocketmq-broker` names them
-/// (tests/all/common/cluster.rs starts the same two).
+/// rocketmq-rust's programs, as `cargo install rocketmq-namesrv rocketmq-broker` names them
+/// (tests/all/common/rocketmq_rust.rs starts the same two).
 const PEERS: [&str; 2] = ["rocketmq-namesrv-rust", "rocketmq-broker-rust"];
+
+/// The Java peer kits each release needs (tests/all/common/java.rs reads the same): the
+/// install writes `<kit>/ok` last.
+const JAVA_KITS: [(&str, [&str; 2]); 2] = [
+    ("rmqstore_java_4_9", ["broker-4.9", "client-4.9"]),
+    ("rmqstore_java_5", ["5.x", "5.x"]),
+];
 
 fn main() {
     let git = |args: &[&str]| {
@@ -49,7 +58,9 @@ fn main() {
 
     println!("cargo::rustc-check-cfg=cfg(rmqstore_oracle)");
     println!("cargo::rustc-check-cfg=cfg(rmqstore_ali_ons)");
-    println!("cargo::rustc-check-cfg=cfg(rmqstore_cluster)");
+    println!("cargo::rustc-check-cfg=cfg(rmqstore_rocketmq_rust)");
+    println!("cargo::rustc-check-cfg=cfg(rmqstore_java_4_9)");
+    println!("cargo::rustc-check-cfg=cfg(rmqstore_java_5)");
     let oracle = Path::new("../shared/oracle");
     if ORACLES
         .iter()
@@ -78,17 +89,37 @@ fn main() {
         peers_bin.display()
     );
     if PEERS.iter().all(|b| peers_bin.join(b).is_file()) {
-        println!("cargo::rustc-cfg=rmqstore_cluster");
+        println!("cargo::rustc-cfg=rmqstore_rocketmq_rust");
+    }
+    let java_root = peers.join("java");
+    println!(
+        "cargo::rustc-env=RMQSTORE_PEERS_JAVA={}",
+        java_root.display()
+    );
+    let java = Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    for (cfg, kits) in JAVA_KITS {
+        if java && kits.iter().all(|k| java_root.join(k).join("ok").is_file()) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
     }
     // a path that does not exist would rerun this script on every build: watch the nearest
     // one that does (what is installed appears inside it; `.ci/run` installs the peers before
-    // the first build, and when neither peer directory exists yet, nothing is watched)
+    // the first build, and when no peer directory exists yet, nothing is watched)
     let shared = Path::new("../shared");
-    for (want, near) in [
-        (oracle, shared),
-        (&client.join("node_modules"), client),
-        (&peers_bin, &peers),
-    ] {
+    let stamps: Vec<PathBuf> = JAVA_KITS
+        .iter()
+        .flat_map(|(_, kits)| kits.iter().map(|k| java_root.join(k).join("ok")))
+        .collect();
+    let mut watched = vec![
+        (oracle.to_path_buf(), shared.to_path_buf()),
+        (client.join("node_modules"), client.to_path_buf()),
+        (peers_bin.clone(), peers.clone()),
+    ];
+    watched.extend(stamps.into_iter().map(|s| (s, java_root.clone())));
+    for (want, near) in &watched {
         if want.exists() {
             println!("cargo::rerun-if-changed={}", want.display());
         } else if near.exists() {

@@ -195,6 +195,17 @@ pub fn is_busy(code: i32, remark: &str) -> bool {
         || (code == codes::SYSTEM_ERROR && BUSY_REMARKS.iter().any(|r| remark.starts_with(r)))
 }
 
+/// How 4.9's plain ACL words a refusal: a SYSTEM_ERROR whose remark is the exception
+/// (`org.apache.rocketmq.acl.common.AclException: Check signature failed for accessKey=...`).
+const ACL_EXCEPTION: &str = "org.apache.rocketmq.acl.common.AclException";
+
+/// Whether an answer is the cluster's ACL refusing the request: NO_PERMISSION (5.x's ACL 2.0,
+/// other brokers), or 4.9's plain ACL, which answers SYSTEM_ERROR with the exception's words.
+pub fn is_acl_refusal(code: i32, remark: &str) -> bool {
+    code == codes::NO_PERMISSION
+        || (code == codes::SYSTEM_ERROR && remark.starts_with(ACL_EXCEPTION))
+}
+
 /// `DefaultMQProducer.retryResponseCodes`.
 const RETRIED_CODES: [i32; 6] = [
     codes::TOPIC_NOT_EXIST,
@@ -294,6 +305,11 @@ impl Producer {
     /// With `--broker`: the broker's name (from its config, else its address).
     pub fn broker_name(&self) -> Option<&str> {
         self.direct.as_ref().map(|d| d.name.as_str())
+    }
+
+    /// The version the broker at `addr` answers with ([`route::broker_version`]).
+    pub async fn broker_version(&self, addr: &str) -> Result<i32, SendError> {
+        route::broker_version(&self.pool, addr, self.config.timeout).await
     }
 
     /// The topic's route; [`SendError::TopicNotExist`] when there is none.

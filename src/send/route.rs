@@ -361,6 +361,19 @@ pub async fn create_on_broker(
     Ok(())
 }
 
+/// `MQVersion.Version.V5_0_0`'s number: a broker answering with a lower version has no timer
+/// wheel (`TIMER_DELIVER_MS` is a plain property there, the message delivered at once).
+pub const FIRST_TIMER_VERSION: i32 = 413;
+
+/// The version a broker answers with (the `version` of every response it writes:
+/// `MQVersion.CURRENT_VERSION`, 407 for 4.9.7, 513 for 5.5.0), asked with
+/// GET_BROKER_RUNTIME_INFO (28); whatever the answer's code, its version is the broker's.
+pub async fn broker_version(pool: &Pool, addr: &str, timeout: Duration) -> Result<i32, SendError> {
+    let cmd = RemotingCommand::request(codes::GET_BROKER_RUNTIME_INFO, 0);
+    let resp = pool.request(addr, cmd, &[], timeout).await?;
+    Ok(resp.command.version)
+}
+
 /// `PUT_KV_CONFIG` (100) of an orderly topic's queues (`brokerA:8;brokerB:8`) on every name
 /// server, as `mqadmin updateTopic -c CLUSTER -o true` does.
 pub async fn put_order_conf(

@@ -21,8 +21,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::ali_ons;
-use crate::common::cluster::{self, LiveCluster, Options, ADMIN, READER};
+use crate::common::cluster::{Cluster, Flavour, Options, ADMIN, READER};
+use crate::common::java::{self, JavaVersion};
 use crate::common::*;
+use crate::on_every_broker;
 use rmqstore::engine::store::message_json::read_line;
 use rmqstore::engine::store::reader::Reader;
 use rmqstore::engine::Store;
@@ -65,16 +67,28 @@ const NOT_CARRIED: [&str; 17] = [
     "TRAN_PREPARED_QUEUE_OFFSET",
 ];
 
-/// What the target adds to every stored message: the broker's three, and the producer's WAIT.
-const ADDED: [(&str, &str); 4] = [
-    ("CLUSTER", cluster::CLUSTER),
-    ("MSG_REGION", "DefaultRegion"),
-    ("TRACE_ON", "true"),
-    ("WAIT", "true"),
-];
-
-fn skip_without_cluster() -> bool {
-    !cluster::ready()
+/// What the target may add to a stored message, one set for a message sent alone and one for
+/// a message of a batch (tests/all/cluster.rs pins both): the broker's own properties, and
+/// the producer's `WAIT=true` where the broker keeps it (4.9 drops it from a single message
+/// and appends it to each of a batch's; 5.x keeps it on a single message and adds nothing to a
+/// batch's).
+fn added(flavour: Flavour) -> [Vec<(&'static str, &'static str)>; 2] {
+    let broker = flavour.added_properties().to_vec();
+    let with_wait = |mut a: Vec<(&'static str, &'static str)>| {
+        a.push(("WAIT", "true"));
+        a
+    };
+    let single = if flavour.drops_wait() {
+        broker.clone()
+    } else {
+        with_wait(broker.clone())
+    };
+    let batched = if flavour.batch_adds_properties() {
+        with_wait(broker)
+    } else {
+        Vec::new()
+    };
+    [single, batched]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -157,7 +171,7 @@ fn send(source: &Path, journal: &Path, args: &[&str]) -> Ran {
 }
 
 /// `--namesrv ADDR`.
-fn to(c: &LiveCluster) -> Vec<String> {
+fn to(c: &dyn Cluster) -> Vec<String> {
     vec!["--namesrv".into(), c.namesrv_addr()]
 }
 
@@ -206,7 +220,7 @@ struct Landed {
 
 impl Landed {
     /// `topics` and `SCHEDULE_TOPIC_XXXX`, read with our own pull.
-    fn read(c: &LiveCluster, topics: impl IntoIterator<Item = String>) -> Landed {
+    fn read(c: &dyn Cluster, topics: impl IntoIterator<Item = String>) -> Landed {
         let mut by_topic = BTreeMap::new();
         let mut all: BTreeSet<String> = topics.into_iter().collect();
         all.insert(SCHEDULE.into());
@@ -292,7 +306,7 @@ type Placed = (i64, i32, i64);
 /// the same queue, in the same order; a topic holds nothing else but delivered copies of the
 /// delayed messages sent.
 fn check_sent(
-    c: &LiveCluster,
+    c: &dyn Cluster,
     source: &Path,
     ran: &Ran,
     e: &Expect<'_>,
@@ -363,8 +377,18 @@ fn check_sent(
             want.insert(k.to_string(), v.to_string());
         }
         let mut got = prop_map(t);
-        for (k, v) in ADDED {
-            assert_eq!(got.remove(k).as_deref(), Some(v), "{what}: {k}");
+        // the broker's additions: the larger of the two sets that is there whole
+        let shapes = added(c.flavour());
+        let shape = shapes
+            .iter()
+            .filter(|add| {
+                add.iter()
+                    .all(|(k, v)| got.get(*k).map(String::as_str) == Some(*v))
+            })
+            .max_by_key(|add| add.len())
+            .unwrap_or_else(|| panic!("{what}: none of {shapes:?} added: {got:?}"));
+        for (k, _) in shape {
+            got.remove(*k);
         }
         // where it went
         match l["delay"]["kind"].as_str().unwrap() {
@@ -520,107 +544,123 @@ const ORACLE_NOW: &str = "2026-11-30T21:11:06Z";
 // ---------------------------------------------------------------------------------------------
 // 1. send and read back
 
-/// basic-4.9 (with TopicC given 6 queues in its topic config) to a cluster that creates no
-/// topics: without `--create-topics` the run stops before sending, naming the topics; with it,
-/// the topics are created with the source's queue counts and every message comes back field
-/// by field, to our own pull and to ali-ons' consumer.
-#[test]
-#[cfg_attr(
-    not(all(rmqstore_cluster, rmqstore_oracle)),
-    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
-)]
-fn an_oracle_store_comes_back_field_by_field() {
-    if skip_without_cluster() {
-        return;
-    }
-    let Some(o) = oracle("basic-4.9") else { return };
-    let t = tempfile::tempdir().unwrap();
-    let store = t.path().join("store");
-    copy_tree(&o.join("store"), &store);
-    let topics_json = store.join("config/topics.json");
-    let mut topics: Value = serde_json::from_slice(&std::fs::read(&topics_json).unwrap()).unwrap();
-    topics["topicConfigTable"]["TopicC"]["readQueueNums"] = 6.into();
-    topics["topicConfigTable"]["TopicC"]["writeQueueNums"] = 6.into();
-    std::fs::write(&topics_json, topics.to_string()).unwrap();
-    let c = LiveCluster::start_with(Options {
-        auto_create_topics: false,
-        acl: None,
-    });
-    let journal = t.path().join("journal");
-    let target = to(&c);
+on_every_broker!(
+    /// basic-4.9 (with TopicC given 6 queues in its topic config) to a cluster that creates no
+    /// topics: without `--create-topics` the run stops before sending, naming the topics; with it,
+    /// the topics are created with the source's queue counts and every message comes back field
+    /// by field, to our own pull and to ali-ons' consumer.
+    #[needs(rmqstore_oracle)]
+    fn an_oracle_store_comes_back_field_by_field(flavour: Flavour) {
+        let Some(o) = oracle("basic-4.9") else { return };
+        let t = tempfile::tempdir().unwrap();
+        let store = t.path().join("store");
+        copy_tree(&o.join("store"), &store);
+        let topics_json = store.join("config/topics.json");
+        let mut topics: Value =
+            serde_json::from_slice(&std::fs::read(&topics_json).unwrap()).unwrap();
+        topics["topicConfigTable"]["TopicC"]["readQueueNums"] = 6.into();
+        topics["topicConfigTable"]["TopicC"]["writeQueueNums"] = 6.into();
+        std::fs::write(&topics_json, topics.to_string()).unwrap();
+        let c = flavour.start(Options {
+            auto_create_topics: false,
+            ..Options::default()
+        });
+        let journal = t.path().join("journal");
+        let target = to(&c);
 
-    let missing = send(&store, &journal, &args(&target, &["--now", ORACLE_NOW]));
-    missing.assert_code(2);
-    for topic in ["TopicA", "TopicB", "TopicC"] {
-        assert!(missing.stderr.contains(topic), "{}", missing.stderr);
-    }
-    assert!(
-        missing.stderr.contains("--create-topics"),
-        "{}",
-        missing.stderr
-    );
-    assert!(missing.lines.is_empty());
-    assert_eq!(c.route("TopicA").map(|_| ()), None);
+        let missing = send(&store, &journal, &args(&target, &["--now", ORACLE_NOW]));
+        missing.assert_code(2);
+        for topic in ["TopicA", "TopicB", "TopicC"] {
+            assert!(missing.stderr.contains(topic), "{}", missing.stderr);
+        }
+        assert!(
+            missing.stderr.contains("--create-topics"),
+            "{}",
+            missing.stderr
+        );
+        assert!(missing.lines.is_empty());
+        assert_eq!(c.route("TopicA").map(|_| ()), None);
 
-    let ran = send(
-        &store,
-        &journal,
-        &args(&target, &["--now", ORACLE_NOW, "--create-topics"]),
-    );
-    ran.assert_code(0);
-    let s = ran.summary();
-    assert_eq!(s["undecided"], 5);
-    assert_eq!(
-        s["sent"].as_u64().unwrap() + 5,
-        s["messages"].as_u64().unwrap()
-    );
-    assert_eq!(s["sent"].as_u64().unwrap() as usize, ran.sent().count());
-    for (topic, queues) in [("TopicA", 4), ("TopicB", 4), ("TopicC", 6)] {
-        let cfg = c.topic_config(topic).unwrap();
-        assert_eq!(cfg["writeQueueNums"], queues, "{topic}: {cfg}");
-        assert_eq!(cfg["readQueueNums"], queues, "{topic}: {cfg}");
-    }
-    let seen = check_sent(
-        &c,
-        &store,
-        &ran,
-        &Expect {
-            now: now_of(ORACLE_NOW),
-            ..Default::default()
-        },
-        None,
-    );
-    eprintln!("basic-4.9: {seen:?}");
-    assert_eq!(seen.sent, 4581);
-    assert!(
-        seen.compressed > 0 && seen.keys > 1000 && seen.tags > 1000,
-        "{seen:?}"
-    );
-    assert!(seen.user_properties > 1000 && seen.copies > 0, "{seen:?}");
-    assert!(seen.parked > 0 && seen.committed > 0, "{seen:?}");
-    assert_eq!(seen.queue_kept, 1468 + 1481 + 1520);
-    // sent again: the journal says everything was sent, nothing is
-    let again = send(&store, &journal, &args(&target, &["--now", ORACLE_NOW]));
-    again.assert_code(0);
-    assert_eq!(again.summary()["sent"], 0);
-    assert_eq!(again.summary()["skipped"], s["sent"]);
+        let ran = send(
+            &store,
+            &journal,
+            &args(&target, &["--now", ORACLE_NOW, "--create-topics"]),
+        );
+        ran.assert_code(0);
+        let s = ran.summary();
+        assert_eq!(s["undecided"], 5);
+        assert_eq!(
+            s["sent"].as_u64().unwrap() + 5,
+            s["messages"].as_u64().unwrap()
+        );
+        assert_eq!(s["sent"].as_u64().unwrap() as usize, ran.sent().count());
+        for (topic, queues) in [("TopicA", 4), ("TopicB", 4), ("TopicC", 6)] {
+            let cfg = c.topic_config(topic).unwrap();
+            assert_eq!(cfg["writeQueueNums"], queues, "{topic}: {cfg}");
+            assert_eq!(cfg["readQueueNums"], queues, "{topic}: {cfg}");
+        }
+        let seen = check_sent(
+            &c,
+            &store,
+            &ran,
+            &Expect {
+                now: now_of(ORACLE_NOW),
+                ..Default::default()
+            },
+            None,
+        );
+        eprintln!("basic-4.9: {seen:?}");
+        assert_eq!(seen.sent, 4581);
+        assert!(
+            seen.compressed > 0 && seen.keys > 1000 && seen.tags > 1000,
+            "{seen:?}"
+        );
+        assert!(seen.user_properties > 1000 && seen.copies > 0, "{seen:?}");
+        assert!(seen.parked > 0 && seen.committed > 0, "{seen:?}");
+        assert_eq!(seen.queue_kept, 1468 + 1481 + 1520);
+        // sent again: the journal says everything was sent, nothing is
+        let again = send(&store, &journal, &args(&target, &["--now", ORACLE_NOW]));
+        again.assert_code(0);
+        assert_eq!(again.summary()["sent"], 0);
+        assert_eq!(again.summary()["skipped"], s["sent"]);
 
-    // ali-ons reads the same messages: TopicB, every field
-    if !ali_ons::ready() {
-        return;
+        // ali-ons reads the same messages: TopicB, every field
+        // read back by real consumers: the Java consumer of the broker's release (4.9's for
+        // rocketmq-rust) and ali-ons
+        let landed = c.pull_all("TopicB");
+        let release = flavour.java().unwrap_or(JavaVersion::V4_9);
+        if java::ready(release) {
+            let got = java::consume(
+                release,
+                &java::Consume {
+                    expect: landed.len(),
+                    ..java::Consume::all(&c.namesrv_addr(), "SendLiveJavaGroup", "TopicB")
+                },
+            );
+            assert_delivered(&got, "offsetMsgId", &landed, &store, &ran);
+        }
+        if !ali_ons::ready() {
+            return;
+        }
+        let got = ali_ons::consume(&ali_ons::Consume {
+            max: landed.len(),
+            serialize_type_field: true,
+            ..ali_ons::Consume::all(&c.namesrv_addr(), "SendLiveGroup", "TopicB")
+        });
+        assert_delivered(&got, "msgId", &landed, &store, &ran);
     }
-    let landed = c.pull_all("TopicB");
-    let got = ali_ons::consume(&ali_ons::Consume {
-        max: landed.len(),
-        serialize_type_field: true,
-        ..ali_ons::Consume::all(&c.namesrv_addr(), "SendLiveGroup", "TopicB")
-    });
+);
+
+/// `got` (a client's deliveries, its offset message id in `id_field`) is `landed` (what the
+/// broker holds) once each: the body as the source held it (decompressed, as clients hand it
+/// over), every property, queue, born time, flag and tags.
+fn assert_delivered(got: &[Value], id_field: &str, landed: &[Message], store: &Path, ran: &Ran) {
     assert_eq!(got.len(), landed.len());
     let by_id: HashMap<String, &Message> = landed
         .iter()
         .map(|m| (offset_msg_id(&m.store_host, m.physical_offset), m))
         .collect();
-    let src = source_records(&store, &ran.lines);
+    let src = source_records(store, &ran.lines);
     let src_of: HashMap<&str, &Message> = ran
         .sent()
         .map(|l| {
@@ -638,8 +678,8 @@ fn an_oracle_store_comes_back_field_by_field() {
         }
     };
     let mut ids = BTreeSet::new();
-    for d in &got {
-        let id = d["msgId"].as_str().unwrap();
+    for d in got {
+        let id = d[id_field].as_str().unwrap();
         assert!(ids.insert(id.to_string()), "{id} delivered twice");
         let m = by_id[id];
         let was = src_of[id];
@@ -648,14 +688,16 @@ fn an_oracle_store_comes_back_field_by_field() {
             .decode(d["body"].as_str().unwrap())
             .unwrap();
         assert_eq!(body, plain(was), "{id}");
-        // ali-ons adds the queue's MIN_OFFSET and MAX_OFFSET, as the Java client does, reads the
-        // broker's trailing separator as an empty name, and has TAGS null when there is none
+        // the clients add the queue's MIN_OFFSET and MAX_OFFSET (the Java push consumer its
+        // CONSUME_START_TIME too); ali-ons reads the broker's trailing separator as an empty
+        // name and has TAGS null when there is none
         let props: BTreeMap<String, String> = d["properties"]
             .as_object()
             .unwrap()
             .iter()
             .filter(|(k, v)| {
-                let client_added = ["MIN_OFFSET", "MAX_OFFSET", ""].contains(&k.as_str());
+                let client_added =
+                    ["MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", ""].contains(&k.as_str());
                 let no_tags = k.as_str() == "TAGS" && v.is_null();
                 !client_added && !no_tags
             })
@@ -670,203 +712,220 @@ fn an_oracle_store_comes_back_field_by_field() {
     }
 }
 
-/// dledger-4.9: a DLedger store's messages (keys are the positions its consume queues use)
-/// come back field by field.
-#[test]
-#[cfg_attr(
-    not(all(rmqstore_cluster, rmqstore_oracle)),
-    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
-)]
-fn a_dledger_store_comes_back_field_by_field() {
-    if skip_without_cluster() {
-        return;
+on_every_broker!(
+    /// dledger-4.9: a DLedger store's messages (keys are the positions its consume queues use)
+    /// come back field by field.
+    #[needs(rmqstore_oracle)]
+    fn a_dledger_store_comes_back_field_by_field(flavour: Flavour) {
+        let Some(o) = oracle("dledger-4.9") else {
+            return;
+        };
+        let store = o.join("store");
+        let t = tempfile::tempdir().unwrap();
+        let c = flavour.start(Options::default());
+        let journal = t.path().join("journal");
+        let target = to(&c);
+        let ran = send(
+            &store,
+            &journal,
+            &args(&target, &["--now", ORACLE_NOW, "--create-topics"]),
+        );
+        ran.assert_code(0);
+        let seen = check_sent(
+            &c,
+            &store,
+            &ran,
+            &Expect {
+                now: now_of(ORACLE_NOW),
+                ..Default::default()
+            },
+            None,
+        );
+        eprintln!("dledger-4.9: {seen:?}");
+        assert_eq!(seen.queue_kept, 1317 + 1317 + 1293);
+        assert!(
+            seen.compressed > 0 && seen.copies > 0 && seen.committed > 0,
+            "{seen:?}"
+        );
+        assert_eq!(
+            seen.sent as u64,
+            ran.summary()["messages"].as_u64().unwrap()
+                - ran.summary()["undecided"].as_u64().unwrap()
+        );
     }
-    let Some(o) = oracle("dledger-4.9") else {
-        return;
-    };
-    let store = o.join("store");
-    let t = tempfile::tempdir().unwrap();
-    let c = LiveCluster::start();
-    let journal = t.path().join("journal");
-    let target = to(&c);
-    let ran = send(
-        &store,
-        &journal,
-        &args(&target, &["--now", ORACLE_NOW, "--create-topics"]),
-    );
-    ran.assert_code(0);
-    let seen = check_sent(
-        &c,
-        &store,
-        &ran,
-        &Expect {
-            now: now_of(ORACLE_NOW),
-            ..Default::default()
-        },
-        None,
-    );
-    eprintln!("dledger-4.9: {seen:?}");
-    assert_eq!(seen.queue_kept, 1317 + 1317 + 1293);
-    assert!(
-        seen.compressed > 0 && seen.copies > 0 && seen.committed > 0,
-        "{seen:?}"
-    );
-    assert_eq!(
-        seen.sent as u64,
-        ran.summary()["messages"].as_u64().unwrap() - ran.summary()["undecided"].as_u64().unwrap()
-    );
-}
+);
 
-/// The export of a group (`--include all`) sent with `--deliver-now`, `--topic-map` and
-/// `--mark`: the parked messages go plain to their queue, TopicA's messages to the new name,
-/// every message with the mark.
-#[test]
-#[cfg_attr(
-    not(all(rmqstore_cluster, rmqstore_oracle)),
-    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
-)]
-fn an_export_file_comes_back_renamed_marked_and_delivered_now() {
-    if skip_without_cluster() {
-        return;
+on_every_broker!(
+    /// The export of a group (`--include all`) sent with `--deliver-now`, `--topic-map` and
+    /// `--mark`: the parked messages go plain to their queue, TopicA's messages to the new name,
+    /// every message with the mark.
+    #[needs(rmqstore_oracle)]
+    fn an_export_file_comes_back_renamed_marked_and_delivered_now(flavour: Flavour) {
+        let Some(o) = oracle("basic-4.9") else { return };
+        let t = tempfile::tempdir().unwrap();
+        let file = t.path().join("groupa.jsonl");
+        bin()
+            .arg("export")
+            .arg(o.join("store"))
+            .args(["-g", "GroupA", "--include", "all", "--out"])
+            .arg(&file)
+            .assert()
+            .success();
+        let c = flavour.start(Options::default());
+        let journal = t.path().join("journal");
+        let target = to(&c);
+        let ran = send(
+            &file,
+            &journal,
+            &args(
+                &target,
+                &[
+                    "--now",
+                    ORACLE_NOW,
+                    "--deliver-now",
+                    "--create-topics",
+                    "--topic-map",
+                    "TopicA=Restored",
+                    "--mark",
+                    "recovered-from=basic-4.9",
+                ],
+            ),
+        );
+        ran.assert_code(0);
+        let seen = check_sent(
+            &c,
+            &file,
+            &ran,
+            &Expect {
+                now: now_of(ORACLE_NOW),
+                marks: &[("recovered-from", "basic-4.9")],
+                topic_map: &[("TopicA", "Restored")],
+                ..Default::default()
+            },
+            None,
+        );
+        eprintln!("export file: {seen:?}");
+        assert_eq!(seen.parked, 0);
+        assert!(seen.released > 0 && seen.queue_kept > 0, "{seen:?}");
+        assert!(c.pull_all(SCHEDULE).is_empty());
+        assert!(c.route("TopicA").is_none(), "TopicA was created");
+        assert!(ran.sent().any(|l| l["topic"] == "Restored"));
     }
-    let Some(o) = oracle("basic-4.9") else { return };
-    let t = tempfile::tempdir().unwrap();
-    let file = t.path().join("groupa.jsonl");
-    bin()
-        .arg("export")
-        .arg(o.join("store"))
-        .args(["-g", "GroupA", "--include", "all", "--out"])
-        .arg(&file)
-        .assert()
-        .success();
-    let c = LiveCluster::start();
-    let journal = t.path().join("journal");
-    let target = to(&c);
-    let ran = send(
-        &file,
-        &journal,
-        &args(
-            &target,
-            &[
-                "--now",
-                ORACLE_NOW,
-                "--deliver-now",
-                "--create-topics",
-                "--topic-map",
-                "TopicA=Restored",
-                "--mark",
-                "recovered-from=basic-4.9",
-            ],
-        ),
-    );
-    ran.assert_code(0);
-    let seen = check_sent(
-        &c,
-        &file,
-        &ran,
-        &Expect {
-            now: now_of(ORACLE_NOW),
-            marks: &[("recovered-from", "basic-4.9")],
-            topic_map: &[("TopicA", "Restored")],
-            ..Default::default()
-        },
-        None,
-    );
-    eprintln!("export file: {seen:?}");
-    assert_eq!(seen.parked, 0);
-    assert!(seen.released > 0 && seen.queue_kept > 0, "{seen:?}");
-    assert!(c.pull_all(SCHEDULE).is_empty());
-    assert!(c.route("TopicA").is_none(), "TopicA was created");
-    assert!(ran.sent().any(|l| l["topic"] == "Restored"));
-}
+);
 
-/// A store damaged (a commitlog file gone), repaired, and its salvage store sent: every
-/// salvaged message comes back field by field.
-#[test]
-#[cfg_attr(
-    not(rmqstore_cluster),
-    ignore = "needs rocketmq-rust's name server and broker"
-)]
-fn a_salvage_store_comes_back_field_by_field() {
-    if skip_without_cluster() {
-        return;
-    }
-    let t = tempfile::tempdir().unwrap();
-    let damaged = t.path().join("store");
-    copy_tree(&fixture("store-4.9"), &damaged);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(damaged.join("commitlog"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    std::fs::remove_file(&files[4]).unwrap();
-    let out = t.path().join("out");
-    bin()
-        .arg("repair")
-        .arg(&damaged)
-        .arg("--out")
-        .arg(&out)
-        .assert()
-        .success();
-    let salvaged = repair_folder(&out).unwrap().join("salvaged");
-    let c = LiveCluster::start();
-    let journal = t.path().join("journal");
-    let ran = send(
-        &salvaged,
-        &journal,
-        &args(&to(&c), &["--create-topics", "--deliver-now"]),
-    );
-    ran.assert_code(0);
-    let seen = check_sent(&c, &salvaged, &ran, &Expect::default(), None);
-    eprintln!("salvage store: {seen:?}");
-    assert!(seen.sent > 100, "{seen:?}");
-    assert_eq!(ran.summary()["source_kind"], "salvage_store");
-}
-
-/// timer-5.x, measured at the store's own time: its pending timer messages wait in the
-/// broker's timer topic until what remained of their delay has passed, counted from the send
-/// (their first release time has long passed: sent as it was, the broker would refuse them).
-#[test]
-#[cfg_attr(
-    not(all(rmqstore_cluster, rmqstore_oracle)),
-    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
-)]
-fn a_timer_store_keeps_what_remained_of_its_timers() {
-    if skip_without_cluster() {
-        return;
-    }
-    let Some(o) = oracle("timer-5.x") else { return };
-    let store = o.join("store");
-    let t = tempfile::tempdir().unwrap();
-    let c = LiveCluster::start();
-    let wall = || {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
+on_every_broker!(
+    /// A store damaged (a commitlog file gone), repaired, and its salvage store sent: every
+    /// salvaged message comes back field by field.
+    fn a_salvage_store_comes_back_field_by_field(flavour: Flavour) {
+        let t = tempfile::tempdir().unwrap();
+        let damaged = t.path().join("store");
+        copy_tree(&fixture("store-4.9"), &damaged);
+        let mut files: Vec<PathBuf> = std::fs::read_dir(damaged.join("commitlog"))
             .unwrap()
-            .as_millis() as i64
-    };
-    let started = wall();
-    let ran = send(
-        &store,
-        &t.path().join("journal"),
-        &args(&to(&c), &["--now", ORACLE_NOW, "--create-topics"]),
-    );
-    ran.assert_code(0);
-    let seen = check_sent(
-        &c,
-        &store,
-        &ran,
-        &Expect {
-            now: now_of(ORACLE_NOW),
-            sent_between: (started, wall()),
-            ..Default::default()
-        },
-        None,
-    );
-    eprintln!("timer-5.x: {seen:?}");
-    assert_eq!(seen.parked, 64);
-    assert_eq!(seen.sent, 835 + 64);
-}
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
+        std::fs::remove_file(&files[4]).unwrap();
+        let out = t.path().join("out");
+        bin()
+            .arg("repair")
+            .arg(&damaged)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success();
+        let salvaged = repair_folder(&out).unwrap().join("salvaged");
+        let c = flavour.start(Options::default());
+        let journal = t.path().join("journal");
+        let ran = send(
+            &salvaged,
+            &journal,
+            &args(&to(&c), &["--create-topics", "--deliver-now"]),
+        );
+        ran.assert_code(0);
+        let seen = check_sent(&c, &salvaged, &ran, &Expect::default(), None);
+        eprintln!("salvage store: {seen:?}");
+        assert!(seen.sent > 100, "{seen:?}");
+        assert_eq!(ran.summary()["source_kind"], "salvage_store");
+    }
+);
+
+on_every_broker!(
+    /// timer-5.x, measured at the store's own time: its pending timer messages wait in the
+    /// broker's timer topic until what remained of their delay has passed, counted from the send
+    /// (their first release time has long passed: sent as it was, the broker would refuse them).
+    #[needs(rmqstore_oracle)]
+    fn a_timer_store_keeps_what_remained_of_its_timers(flavour: Flavour) {
+        let Some(o) = oracle("timer-5.x") else { return };
+        let store = o.join("store");
+        let t = tempfile::tempdir().unwrap();
+        let c = flavour.start(Options::default());
+        let wall = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64
+        };
+        let started = wall();
+        let ran = send(
+            &store,
+            &t.path().join("journal"),
+            &args(&to(&c), &["--now", ORACLE_NOW, "--create-topics"]),
+        );
+        if flavour == Flavour::Java4_9 {
+            // a 4.9 broker has no timer wheel and would deliver them at once: refused before
+            // anything is sent, naming the broker; --deliver-now sends them now
+            ran.assert_code(2);
+            assert!(
+                ran.stderr.contains("64 timer message(s)")
+                    && ran
+                        .stderr
+                        .contains(&format!("broker {} (version 407)", c.broker_addr())),
+                "{}",
+                ran.stderr
+            );
+            assert!(ran.lines.is_empty());
+            let now = send(
+                &store,
+                &t.path().join("journal"),
+                &args(
+                    &to(&c),
+                    &["--now", ORACLE_NOW, "--create-topics", "--deliver-now"],
+                ),
+            );
+            now.assert_code(0);
+            let seen = check_sent(
+                &c,
+                &store,
+                &now,
+                &Expect {
+                    now: now_of(ORACLE_NOW),
+                    sent_between: (started, wall()),
+                    ..Default::default()
+                },
+                None,
+            );
+            assert_eq!((seen.parked, seen.sent), (0, 835 + 64), "{seen:?}");
+            assert!(seen.released >= 64, "{seen:?}");
+            return;
+        }
+        ran.assert_code(0);
+        let seen = check_sent(
+            &c,
+            &store,
+            &ran,
+            &Expect {
+                now: now_of(ORACLE_NOW),
+                sent_between: (started, wall()),
+                ..Default::default()
+            },
+            None,
+        );
+        eprintln!("timer-5.x: {seen:?}");
+        assert_eq!(seen.parked, 64);
+        assert_eq!(seen.sent, 835 + 64);
+    }
+);
 
 // ---------------------------------------------------------------------------------------------
 // 2. killed and resumed
@@ -984,7 +1043,7 @@ impl Rng {
 
 /// Pulls `topics` until they hold at least `n` messages (the broker indexes a stored message
 /// a moment after it acknowledges it), at most 20 s.
-fn landed_at_least(c: &LiveCluster, topics: &[String], n: usize) -> Landed {
+fn landed_at_least(c: &dyn Cluster, topics: &[String], n: usize) -> Landed {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let l = Landed::read(c, topics.iter().cloned());
@@ -1032,138 +1091,133 @@ impl Doubts {
     }
 }
 
-/// A generated store sent slowly (`--rate`, small batches, few in flight) and SIGKILLed at six
-/// seeded random moments, then aborted at each of the journal's failpoints, then run to its
-/// end: every message is on the broker; each kill leaves at most the in-flight window
-/// (batches in flight x batch size) newly in doubt; a run marks as possible duplicates only
-/// messages the journal held in doubt; every extra copy on the broker carries the UNIQ_KEY of a
-/// message once in doubt; the last run's summary counts as possible duplicates exactly what
-/// the journal held in doubt. (A message resent and recorded just before a kill has no line:
-/// the line is printed after the journal records it.)
-#[test]
-#[cfg_attr(
-    not(rmqstore_cluster),
-    ignore = "needs rocketmq-rust's name server and broker"
-)]
-fn killed_at_random_moments_and_at_the_journal_failpoints_then_resumed() {
-    if skip_without_cluster() {
-        return;
-    }
-    let t = tempfile::tempdir().unwrap();
-    let store = gen_store(t.path(), 3000);
-    let (want, uniq_at) = uniq_keys_to_send(&store);
-    let total: usize = want.values().sum();
-    let c = LiveCluster::start();
-    let journal = t.path().join("journal");
-    let (in_flight, batch) = (3u64, 4u64);
-    let window = in_flight * batch;
-    let (fl, bt) = (in_flight.to_string(), batch.to_string());
-    let target = to(&c);
-    let a = args(
-        &target,
-        &[
-            "--create-topics",
-            "--deliver-now",
-            "--in-flight",
-            &fl,
-            "--batch",
-            &bt,
-            "--rate",
-            "500/s",
-        ],
-    );
-    let mut rng = Rng(0x5eed_0f5e_4d00);
-    let mut d = Doubts::default();
-    let mut kills = 0;
-    for i in 0..6 {
-        let run = spawn_send(&store, &journal, &a, &[], t.path().join(format!("kill{i}")));
-        std::thread::sleep(Duration::from_millis(150 + rng.below(700)));
-        let (status, ran) = run.finish(true);
-        assert!(
-            status.code().is_none(),
-            "run {i} ended before its kill: {ran:?}"
+on_every_broker!(
+    /// A generated store sent slowly (`--rate`, small batches, few in flight) and SIGKILLed at six
+    /// seeded random moments, then aborted at each of the journal's failpoints, then run to its
+    /// end: every message is on the broker; each kill leaves at most the in-flight window
+    /// (batches in flight x batch size) newly in doubt; a run marks as possible duplicates only
+    /// messages the journal held in doubt; every extra copy on the broker carries the UNIQ_KEY of a
+    /// message once in doubt; the last run's summary counts as possible duplicates exactly what
+    /// the journal held in doubt. (A message resent and recorded just before a kill has no line:
+    /// the line is printed after the journal records it.)
+    fn killed_at_random_moments_and_at_the_journal_failpoints_then_resumed(flavour: Flavour) {
+        let t = tempfile::tempdir().unwrap();
+        let store = gen_store(t.path(), 3000);
+        let (want, uniq_at) = uniq_keys_to_send(&store);
+        let total: usize = want.values().sum();
+        let c = flavour.start(Options::default());
+        let journal = t.path().join("journal");
+        let (in_flight, batch) = (3u64, 4u64);
+        let window = in_flight * batch;
+        let (fl, bt) = (in_flight.to_string(), batch.to_string());
+        let target = to(&c);
+        let a = args(
+            &target,
+            &[
+                "--create-topics",
+                "--deliver-now",
+                "--in-flight",
+                &fl,
+                "--batch",
+                &bt,
+                "--rate",
+                "500/s",
+            ],
         );
-        kills += 1;
-        d.note(&ran, &journal, total, window, &format!("kill {i}"));
-    }
-    for fp in [
-        "send-journal-before-write",
-        "send-journal-written",
-        "send-journal-synced",
-    ] {
-        let run = spawn_send(
-            &store,
-            &journal,
-            &a,
-            &[("RMQSTORE_FAILPOINT", fp)],
-            t.path().join(fp),
-        );
-        let (status, ran) = run.finish(false);
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(6), "{fp}: {ran:?}");
-        kills += 1;
-        d.note(&ran, &journal, total, window, fp);
-    }
-    assert!(!d.ever.is_empty());
-    let before = read_journal(&journal);
-    let acked_before = before.acked();
-    assert!(
-        acked_before > 0 && (acked_before as usize) < total,
-        "{acked_before}"
-    );
-    drop(before);
-    let (status, last) = spawn_send(&store, &journal, &a, &[], t.path().join("last")).finish(false);
-    assert_eq!(status.code(), Some(0), "{}", last.stderr);
-    d.note(&last, &journal, total, window, "last run");
-    let s = last.summary();
-    assert_eq!(s["possible_duplicates"].as_u64().unwrap() as usize, {
-        last.lines
-            .iter()
-            .filter(|l| l["possible_duplicate"] == true)
-            .count()
-    });
-    assert_eq!(s["in_doubt_before"], s["possible_duplicates"]);
-    assert_eq!(
-        s["sent"].as_u64().unwrap() + s["skipped"].as_u64().unwrap(),
-        total as u64
-    );
-    assert_eq!(s["skipped"].as_u64(), Some(acked_before));
-    let j = read_journal(&journal);
-    assert_eq!(j.acked(), total as u64);
-    assert_eq!(j.in_doubt_before(), 0);
-
-    let topics: Vec<String> = ["OrderTopic", "PaymentTopic", "AuditTopic"]
-        .map(String::from)
-        .to_vec();
-    let landed = landed_at_least(&c, &topics, total);
-    let got = landed.uniq_counts();
-    let doubted: BTreeSet<&String> = d.ever.iter().map(|s| &uniq_at[s]).collect();
-    let mut duplicates = 0;
-    for (u, n) in &want {
-        let have = got.get(u).copied().unwrap_or(0);
-        assert!(have >= *n, "{u}: {have} on the broker, {n} sent");
-        if have > *n {
-            duplicates += have - n;
+        let mut rng = Rng(0x5eed_0f5e_4d00);
+        let mut d = Doubts::default();
+        let mut kills = 0;
+        for i in 0..6 {
+            let run = spawn_send(&store, &journal, &a, &[], t.path().join(format!("kill{i}")));
+            std::thread::sleep(Duration::from_millis(150 + rng.below(700)));
+            let (status, ran) = run.finish(true);
             assert!(
-                doubted.contains(u),
-                "{u} is there {have} times, never in doubt"
+                status.code().is_none(),
+                "run {i} ended before its kill: {ran:?}"
+            );
+            kills += 1;
+            d.note(&ran, &journal, total, window, &format!("kill {i}"));
+        }
+        for fp in [
+            "send-journal-before-write",
+            "send-journal-written",
+            "send-journal-synced",
+        ] {
+            let run = spawn_send(
+                &store,
+                &journal,
+                &a,
+                &[("RMQSTORE_FAILPOINT", fp)],
+                t.path().join(fp),
+            );
+            let (status, ran) = run.finish(false);
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(status.signal(), Some(6), "{fp}: {ran:?}");
+            kills += 1;
+            d.note(&ran, &journal, total, window, fp);
+        }
+        assert!(!d.ever.is_empty());
+        let before = read_journal(&journal);
+        let acked_before = before.acked();
+        assert!(
+            acked_before > 0 && (acked_before as usize) < total,
+            "{acked_before}"
+        );
+        drop(before);
+        let (status, last) =
+            spawn_send(&store, &journal, &a, &[], t.path().join("last")).finish(false);
+        assert_eq!(status.code(), Some(0), "{}", last.stderr);
+        d.note(&last, &journal, total, window, "last run");
+        let s = last.summary();
+        assert_eq!(s["possible_duplicates"].as_u64().unwrap() as usize, {
+            last.lines
+                .iter()
+                .filter(|l| l["possible_duplicate"] == true)
+                .count()
+        });
+        assert_eq!(s["in_doubt_before"], s["possible_duplicates"]);
+        assert_eq!(
+            s["sent"].as_u64().unwrap() + s["skipped"].as_u64().unwrap(),
+            total as u64
+        );
+        assert_eq!(s["skipped"].as_u64(), Some(acked_before));
+        let j = read_journal(&journal);
+        assert_eq!(j.acked(), total as u64);
+        assert_eq!(j.in_doubt_before(), 0);
+
+        let topics: Vec<String> = ["OrderTopic", "PaymentTopic", "AuditTopic"]
+            .map(String::from)
+            .to_vec();
+        let landed = landed_at_least(&c, &topics, total);
+        let got = landed.uniq_counts();
+        let doubted: BTreeSet<&String> = d.ever.iter().map(|s| &uniq_at[s]).collect();
+        let mut duplicates = 0;
+        for (u, n) in &want {
+            let have = got.get(u).copied().unwrap_or(0);
+            assert!(have >= *n, "{u}: {have} on the broker, {n} sent");
+            if have > *n {
+                duplicates += have - n;
+                assert!(
+                    doubted.contains(u),
+                    "{u} is there {have} times, never in doubt"
+                );
+            }
+        }
+        for u in got.keys() {
+            assert!(
+                want.contains_key(u),
+                "{u} on the broker was not in the source"
             );
         }
-    }
-    for u in got.keys() {
-        assert!(
-            want.contains_key(u),
-            "{u} on the broker was not in the source"
+        eprintln!(
+            "{total} messages, {kills} kills, {} places ever in doubt, {} resent as possible \
+             duplicates, {duplicates} extra copies on the broker",
+            d.ever.len(),
+            d.resent.len()
         );
+        assert!(duplicates as u64 <= kills * window);
     }
-    eprintln!(
-        "{total} messages, {kills} kills, {} places ever in doubt, {} resent as possible \
-         duplicates, {duplicates} extra copies on the broker",
-        d.ever.len(),
-        d.resent.len()
-    );
-    assert!(duplicates as u64 <= kills * window);
-}
+);
 
 // ---------------------------------------------------------------------------------------------
 // 3. broker faults
@@ -1182,149 +1236,173 @@ fn wait_exit(run: Running) -> (std::process::ExitStatus, Ran) {
     Running { child, out }.finish(false)
 }
 
-/// The broker stopped (SIGTERM) in the middle of a send, and killed (SIGKILL) in the middle of
-/// the next: each time the send stops with exit 2 and the summary says why; the journal holds
-/// exactly what the broker acknowledged (every acknowledged message is on the broker when it
-/// is back) and holds in doubt what was in flight; once the broker is back, a last run sends
-/// the rest and exits 0, and only messages held in doubt are on the broker twice.
-#[test]
-#[cfg_attr(
-    not(rmqstore_cluster),
-    ignore = "needs rocketmq-rust's name server and broker"
-)]
-fn the_broker_stopped_or_killed_mid_send_then_back() {
-    if skip_without_cluster() {
-        return;
-    }
-    let t = tempfile::tempdir().unwrap();
-    let store = gen_store(t.path(), 3000);
-    let (want, uniq_at) = uniq_keys_to_send(&store);
-    let total: usize = want.values().sum();
-    let mut c = LiveCluster::start();
-    let journal = t.path().join("journal");
-    let target = to(&c);
-    let a = args(
-        &target,
-        &[
-            "--create-topics",
-            "--deliver-now",
-            "--in-flight",
-            "4",
-            "--rate",
-            "800/s",
-        ],
-    );
-    let topics: Vec<String> = ["OrderTopic", "PaymentTopic", "AuditTopic"]
-        .map(String::from)
-        .to_vec();
-    let mut doubted = BTreeSet::new();
-    for (i, kill) in [false, true].into_iter().enumerate() {
-        let run = spawn_send(&store, &journal, &a, &[], t.path().join(format!("run{i}")));
-        std::thread::sleep(Duration::from_millis(1200));
-        if kill {
-            c.kill_broker();
-        } else {
-            c.stop_broker();
-        }
-        let (status, ran) = wait_exit(run);
-        eprintln!(
-            "broker {}: {}",
-            if kill { "killed" } else { "stopped" },
-            ran.stderr
+on_every_broker!(
+    /// The broker stopped (SIGTERM) in the middle of a send, and killed (SIGKILL) in the middle of
+    /// the next: each time the send stops with exit 2 and the summary says why; the journal holds
+    /// exactly what the broker acknowledged (every acknowledged message is on the broker when it
+    /// is back) and holds in doubt what was in flight; once the broker is back, a last run sends
+    /// the rest and exits 0, and only messages held in doubt are on the broker twice.
+    fn the_broker_stopped_or_killed_mid_send_then_back(flavour: Flavour) {
+        let t = tempfile::tempdir().unwrap();
+        let store = gen_store(t.path(), 3000);
+        let (want, uniq_at) = uniq_keys_to_send(&store);
+        let total: usize = want.values().sum();
+        let mut c = flavour.start(Options::default());
+        let journal = t.path().join("journal");
+        let target = to(&c);
+        let a = args(
+            &target,
+            &[
+                "--create-topics",
+                "--deliver-now",
+                "--in-flight",
+                "4",
+                "--rate",
+                "800/s",
+            ],
         );
-        ran.assert_code(2);
-        assert!(status.code() == Some(2));
-        let s = ran.summary();
-        assert!(s["failure"].is_string(), "{s}");
-        assert!(ran.stderr.contains("the send stopped"), "{}", ran.stderr);
-        let j = read_journal(&journal);
-        let doubt = in_doubt(&j, total as u64 + 10);
+        let topics: Vec<String> = ["OrderTopic", "PaymentTopic", "AuditTopic"]
+            .map(String::from)
+            .to_vec();
+        let mut doubted = BTreeSet::new();
+        for (i, kill) in [false, true].into_iter().enumerate() {
+            let run = spawn_send(&store, &journal, &a, &[], t.path().join(format!("run{i}")));
+            std::thread::sleep(Duration::from_millis(1200));
+            if kill {
+                c.kill_broker();
+            } else {
+                c.stop_broker();
+            }
+            let (status, ran) = wait_exit(run);
+            eprintln!(
+                "broker {}: {}",
+                if kill { "killed" } else { "stopped" },
+                ran.stderr
+            );
+            ran.assert_code(2);
+            assert!(status.code() == Some(2));
+            let s = ran.summary();
+            assert!(s["failure"].is_string(), "{s}");
+            assert!(ran.stderr.contains("the send stopped"), "{}", ran.stderr);
+            let j = read_journal(&journal);
+            let doubt = in_doubt(&j, total as u64 + 10);
+            assert_eq!(
+                j.acked(),
+                s["sent"].as_u64().unwrap() + s["skipped"].as_u64().unwrap(),
+                "{s}"
+            );
+            assert_eq!(doubt.len() as u64, s["in_doubt"].as_u64().unwrap(), "{s}");
+            assert!(j.acked() > 0 && (j.acked() as usize) < total, "{s}");
+            c.restart_broker();
+            let acked: Vec<u64> = uniq_at.keys().copied().filter(|&q| j.is_acked(q)).collect();
+            let landed = landed_at_least(&c, &topics, acked.len());
+            let got = landed.uniq_counts();
+            for q in &acked {
+                assert!(
+                    got.contains_key(&uniq_at[q]),
+                    "place {q} acknowledged, not on the broker"
+                );
+            }
+            doubted.extend(doubt);
+        }
+        let (status, last) =
+            wait_exit(spawn_send(&store, &journal, &a, &[], t.path().join("last")));
+        assert_eq!(status.code(), Some(0), "{}", last.stderr);
+        let s = last.summary();
         assert_eq!(
-            j.acked(),
             s["sent"].as_u64().unwrap() + s["skipped"].as_u64().unwrap(),
-            "{s}"
+            total as u64
         );
-        assert_eq!(doubt.len() as u64, s["in_doubt"].as_u64().unwrap(), "{s}");
-        assert!(j.acked() > 0 && (j.acked() as usize) < total, "{s}");
-        c.restart_broker();
-        let acked: Vec<u64> = uniq_at.keys().copied().filter(|&q| j.is_acked(q)).collect();
-        let landed = landed_at_least(&c, &topics, acked.len());
+        let landed = landed_at_least(&c, &topics, total);
         let got = landed.uniq_counts();
-        for q in &acked {
-            assert!(
-                got.contains_key(&uniq_at[q]),
-                "place {q} acknowledged, not on the broker"
-            );
+        let doubted_keys: BTreeSet<&String> = doubted.iter().map(|q| &uniq_at[q]).collect();
+        let mut duplicates = 0;
+        for (u, n) in &want {
+            let have = got.get(u).copied().unwrap_or(0);
+            assert!(have >= *n, "{u}: {have} on the broker, {n} sent");
+            if have > *n {
+                duplicates += have - n;
+                assert!(
+                    doubted_keys.contains(u),
+                    "{u}: {have} copies, never in doubt"
+                );
+            }
         }
-        doubted.extend(doubt);
+        eprintln!(
+            "{} in doubt after the faults, {duplicates} extra copies",
+            doubted.len()
+        );
     }
-    let (status, last) = wait_exit(spawn_send(&store, &journal, &a, &[], t.path().join("last")));
-    assert_eq!(status.code(), Some(0), "{}", last.stderr);
-    let s = last.summary();
-    assert_eq!(
-        s["sent"].as_u64().unwrap() + s["skipped"].as_u64().unwrap(),
-        total as u64
-    );
-    let landed = landed_at_least(&c, &topics, total);
-    let got = landed.uniq_counts();
-    let doubted_keys: BTreeSet<&String> = doubted.iter().map(|q| &uniq_at[q]).collect();
-    let mut duplicates = 0;
-    for (u, n) in &want {
-        let have = got.get(u).copied().unwrap_or(0);
-        assert!(have >= *n, "{u}: {have} on the broker, {n} sent");
-        if have > *n {
-            duplicates += have - n;
-            assert!(
-                doubted_keys.contains(u),
-                "{u}: {have} copies, never in doubt"
-            );
-        }
-    }
-    eprintln!(
-        "{} in doubt after the faults, {duplicates} extra copies",
-        doubted.len()
-    );
-}
+);
 
 // ---------------------------------------------------------------------------------------------
 // ACL
 
-/// A cluster with plain ACL on: a wrong secret key, and an account without PUB permission,
-/// are refused with the broker's words and exit 2, and the journal records nothing sent; the
-/// admin's keys send everything (`--create-topics` included).
-#[test]
-#[cfg_attr(
-    not(all(rmqstore_cluster, rmqstore_oracle)),
-    ignore = "needs rocketmq-rust's name server and broker, and ../shared/oracle"
-)]
-fn acl_refused_then_granted() {
-    if skip_without_cluster() {
-        return;
-    }
-    let Some(o) = oracle("basic-4.9") else { return };
-    let store = o.join("store");
-    let t = tempfile::tempdir().unwrap();
-    let c = LiveCluster::start_with(Options {
-        auto_create_topics: false,
-        acl: Some(vec![ADMIN, READER]),
-    });
-    for topic in ["TopicA", "TopicB", "TopicC"] {
-        c.create_topic(topic, 4);
-    }
-    let journal = t.path().join("journal");
-    let target = to(&c);
-    for (key, secret, said) in [
-        (
-            ADMIN.access_key,
-            "not-the-secret",
-            "Authentication credentials are invalid",
-        ),
-        (
-            READER.access_key,
-            READER.secret_key,
-            "Permission was denied",
-        ),
-    ] {
+on_every_broker!(
+    /// A cluster with plain ACL on: a wrong secret key, and an account without PUB permission,
+    /// are refused with the broker's words and exit 2, and the journal records nothing sent; the
+    /// admin's keys send everything (`--create-topics` included).
+    #[needs(rmqstore_oracle)]
+    fn acl_refused_then_granted(flavour: Flavour) {
+        let Some(o) = oracle("basic-4.9") else { return };
+        let store = o.join("store");
+        let t = tempfile::tempdir().unwrap();
+        let c = flavour.start(Options {
+            auto_create_topics: false,
+            acl: Some(vec![ADMIN, READER]),
+            ..Options::default()
+        });
+        for topic in ["TopicA", "TopicB", "TopicC"] {
+            c.create_topic(topic, 4);
+        }
+        let journal = t.path().join("journal");
+        let target = to(&c);
+        // each broker's own words (tests/all/cluster.rs pins them)
+        let (bad_secret, no_pub) = match flavour {
+            Flavour::RocketmqRust => (
+                "Authentication credentials are invalid",
+                "Permission was denied",
+            ),
+            Flavour::Java4_9 => (
+                "AclException: Check signature failed for accessKey=rmqstore-admin",
+                "AclException: No default permission for topic:Topic",
+            ),
+            Flavour::Java5 => (
+                "check signature failed.",
+                "User:rmqstore-reader has no permission to access Topic:Topic",
+            ),
+        };
+        for (key, secret, said) in [
+            (ADMIN.access_key, "not-the-secret", bad_secret),
+            (READER.access_key, READER.secret_key, no_pub),
+        ] {
+            let ran = send(
+                &store,
+                &journal,
+                &args(
+                    &target,
+                    &[
+                        "--now",
+                        ORACLE_NOW,
+                        "--access-key",
+                        key,
+                        "--secret-key",
+                        secret,
+                    ],
+                ),
+            );
+            eprintln!("{key}: {}", ran.stderr);
+            ran.assert_code(2);
+            assert!(ran.stderr.contains(said), "{}", ran.stderr);
+            assert!(ran.stderr.contains("--secret-key"), "{}", ran.stderr);
+            assert_eq!(ran.summary()["sent"], 0);
+            assert_eq!(ran.summary()["in_doubt"], 0);
+            assert_eq!(read_journal(&journal).acked(), 0);
+            for topic in ["TopicA", "TopicB", "TopicC"] {
+                assert!(c.pull_all(topic).is_empty());
+            }
+        }
+        // the admin's keys: all of it, to a topic they create too
         let ran = send(
             &store,
             &journal,
@@ -1333,48 +1411,22 @@ fn acl_refused_then_granted() {
                 &[
                     "--now",
                     ORACLE_NOW,
+                    "--topic-map",
+                    "TopicC=TopicC2",
+                    "--create-topics",
                     "--access-key",
-                    key,
+                    ADMIN.access_key,
                     "--secret-key",
-                    secret,
+                    ADMIN.secret_key,
                 ],
             ),
         );
-        eprintln!("{key}: {}", ran.stderr);
-        ran.assert_code(2);
-        assert!(ran.stderr.contains(said), "{}", ran.stderr);
-        assert!(ran.stderr.contains("--secret-key"), "{}", ran.stderr);
-        assert_eq!(ran.summary()["sent"], 0);
-        assert_eq!(ran.summary()["in_doubt"], 0);
-        assert_eq!(read_journal(&journal).acked(), 0);
-        for topic in ["TopicA", "TopicB", "TopicC"] {
-            assert!(c.pull_all(topic).is_empty());
-        }
+        ran.assert_code(0);
+        assert_eq!(ran.summary()["sent"], 4581);
+        let landed = landed_at_least(&c, &["TopicA", "TopicB", "TopicC2"].map(String::from), 4581);
+        let n: usize = landed.by_topic.values().map(Vec::len).sum();
+        assert!(n >= 4581, "{n}");
+        assert!(landed.by_topic["TopicC2"].len() >= 1520);
+        assert!(c.pull_all("TopicC").is_empty());
     }
-    // the admin's keys: all of it, to a topic they create too
-    let ran = send(
-        &store,
-        &journal,
-        &args(
-            &target,
-            &[
-                "--now",
-                ORACLE_NOW,
-                "--topic-map",
-                "TopicC=TopicC2",
-                "--create-topics",
-                "--access-key",
-                ADMIN.access_key,
-                "--secret-key",
-                ADMIN.secret_key,
-            ],
-        ),
-    );
-    ran.assert_code(0);
-    assert_eq!(ran.summary()["sent"], 4581);
-    let landed = landed_at_least(&c, &["TopicA", "TopicB", "TopicC2"].map(String::from), 4581);
-    let n: usize = landed.by_topic.values().map(Vec::len).sum();
-    assert!(n >= 4581, "{n}");
-    assert!(landed.by_topic["TopicC2"].len() >= 1520);
-    assert!(c.pull_all("TopicC").is_empty());
-}
+);
