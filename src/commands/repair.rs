@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use clap::Args;
 
 use super::{interrupt, output, ExitStatus, GeometryArgs};
-use crate::engine::check::repair::{apply, fixed_geometry, plan_mode, Manifest, Mode, Plan};
+use crate::engine::check::repair::{apply, fixed_geometry, plan_mode, Manifest, Mode, Plan, CUT};
 use crate::engine::check::verify::{verify, VerifyOptions};
 use crate::engine::store::safedir::{
     failpoint, finish_interrupted, remove_stage, stamp, switch_root, StoreLock,
@@ -219,7 +219,12 @@ fn print(
         (m.salvaged_records, m.salvaged_bytes)
     });
     let kept = m.map_or(p.messages_kept, |m| m.messages_kept);
-    let lost: Vec<_> = p.bridges.iter().flat_map(|b| &b.lost).collect();
+    let lost: Vec<_> = p
+        .bridges
+        .iter()
+        .flat_map(|b| &b.lost)
+        .chain(&p.cut_lost)
+        .collect();
     let tombstones: u64 = p.bridges.iter().map(|b| b.tombstones).sum();
     let fillers: u64 = p.bridges.iter().map(|b| b.fillers).sum();
     if a.json {
@@ -271,14 +276,22 @@ fn print(
     if !lost.is_empty() {
         writeln!(
             out,
-            "left service ({} tombstone(s) in place of destroyed messages, {} filler(s)):",
-            tombstones, fillers
+            "left service ({} tombstone(s) in place of destroyed messages, {} filler(s), {} \
+             past the cut):",
+            tombstones,
+            fillers,
+            p.cut_lost.len()
         )?;
         for l in &lost {
+            let how = if l.replaced_by == CUT {
+                "gone with the cut"
+            } else {
+                "tombstoned"
+            };
             match (&l.topic, l.queue_id, l.queue_offset) {
                 (Some(t), Some(q), Some(qo)) => writeln!(
                     out,
-                    "   commitlog offset {} ({} bytes): {t}/{q} queue offset {qo}{}{}{}; tombstoned ({})",
+                    "   commitlog offset {} ({} bytes): {t}/{q} queue offset {qo}{}{}{}; {how} ({})",
                     l.commitlog_offset,
                     l.size,
                     l.msg_id.as_deref().map(|i| format!(", id {i}")).unwrap_or_default(),

@@ -6,6 +6,7 @@ mod common;
 
 mod admin;
 mod ali_ons;
+mod broker_loads;
 mod cli;
 mod cluster;
 mod compare;

@@ -520,6 +520,14 @@ impl Geometry {
         index_entries: 20_000_000,
     };
 
+    /// The small files most tests write (common/bin.rs's `SMALL_GEOMETRY`).
+    pub const SMALL: Geometry = Geometry {
+        commitlog_file_size: 262_144,
+        cq_file_units: 100,
+        index_slots: 64,
+        index_entries: 256,
+    };
+
     /// An oracle store's `geometry.json`.
     pub fn of_oracle(dir: &Path) -> Geometry {
         let g: Value =
@@ -688,6 +696,7 @@ impl JavaStore {
         if o.shutdown {
             args.push("--shutdown".into());
         }
+        args.extend(["--ha-port".into(), free_ports(0).ha.to_string()]);
         let mut s = JavaStore::default();
         for line in run_driver(v, "store", &args, None) {
             let at = |l: &Value| {

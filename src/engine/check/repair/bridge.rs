@@ -54,7 +54,8 @@ pub struct LostRecord {
     pub keys: Vec<String>,
     /// What proves the place, or why there is none.
     pub proof: String,
-    /// `tombstone` or `filler`.
+    /// `tombstone` or `filler` (a bridge), or `cut` (past the kept commitlog, see
+    /// [`super::dropped`]).
     pub replaced_by: &'static str,
 }
 

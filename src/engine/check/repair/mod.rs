@@ -25,6 +25,7 @@
 
 mod bridge;
 mod dledger;
+mod dropped;
 mod plan;
 mod stage;
 mod timer;
@@ -47,6 +48,7 @@ use crate::format::geometry::{GeometryInputs, GeometryOverrides};
 pub use crate::engine::store::safedir::STAGE_MARKER;
 pub use bridge::{Bridge, LostRecord, FILLER, FILLER_TOPIC, TOMBSTONE};
 pub use dledger::DledgerRepair;
+pub use dropped::CUT;
 pub use plan::{plan, plan_mode, plan_with};
 pub use stage::apply;
 
@@ -125,6 +127,9 @@ pub struct Manifest {
     pub cut: Option<Cut>,
     /// Damaged ranges replaced in place, and the records they held.
     pub bridges: Vec<Bridge>,
+    /// Messages that left service at the cut, their records gone (the consume queues' units
+    /// name them; the salvaged ones are in `salvaged.jsonl`).
+    pub cut_lost: Vec<LostRecord>,
     pub actions: Vec<Action>,
     pub headers: Vec<HeaderRepair>,
     pub removed: Vec<Removed>,
@@ -208,6 +213,8 @@ pub struct Plan {
     pub cut: Option<Cut>,
     /// Damaged ranges replaced in place by tombstones and fillers.
     pub bridges: Vec<Bridge>,
+    /// Messages the consume queues hold past the kept commitlog that salvage does not keep.
+    pub cut_lost: Vec<LostRecord>,
     pub headers: Vec<HeaderRepair>,
     pub actions: Vec<Action>,
     /// Records found after the cut that validate, and their bytes (what salvage keeps).
@@ -314,7 +321,7 @@ fn salvage_count(store: &Store, from_seg: usize, from_pos: u64) -> Result<(u64, 
 }
 
 /// [`salvage_scan`] over one file, from `from`.
-fn salvage_file(
+pub(super) fn salvage_file(
     store: &Store,
     i: usize,
     from: u64,

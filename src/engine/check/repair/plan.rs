@@ -196,6 +196,21 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
         inserts: &inserts,
     };
     let queues = plan_queues(&src, &rebuild)?;
+    let salvage_from = cut.as_ref().map(|c| (cut_segment(store, c), c.position));
+    let cut_lost = super::dropped::dropped_units(store, &queues.queue_bounds, salvage_from)?;
+    if !cut_lost.is_empty() {
+        d.act(
+            format!(
+                "{} message(s) the consume queues hold lie past the kept commitlog, and no \
+                 salvaged record is theirs",
+                cut_lost.len()
+            ),
+            "leave them out of the rebuilt queues (each named, as its consume queue unit \
+             proves it)",
+            cut_lost.len() as u64,
+            0,
+        );
+    }
     let mut config = plan_config(store, &queues.queue_bounds, &mut d.actions)?;
     let (timer, timercheck) =
         super::timer::plan(store, &report, &queues.queue_bounds, &mut d.actions)?;
@@ -219,6 +234,7 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
         report,
         cut,
         bridges: bridging.bridges,
+        cut_lost,
         headers,
         actions: d.actions,
         salvage_records,
@@ -231,6 +247,16 @@ pub fn plan_mode(store: &Store, interrupt: Option<Arc<AtomicBool>>, mode: Mode) 
         timer,
         rebuild,
     })
+}
+
+/// The index of the commitlog file the cut is in.
+fn cut_segment(store: &Store, c: &Cut) -> usize {
+    store
+        .commitlog
+        .segments
+        .iter()
+        .position(|s| rel(store, &s.path) == c.file)
+        .unwrap_or(0)
 }
 
 /// Findings above info about `part` of the store (`index`, `consumequeue`): all of them, not
@@ -494,10 +520,7 @@ impl Draft<'_> {
     fn salvage(&mut self, cut: Option<&Cut>, report: &Report) -> Result<(u64, u64)> {
         let Some(c) = cut else { return Ok((0, 0)) };
         let segs = &self.store.commitlog.segments;
-        let i = segs
-            .iter()
-            .position(|s| rel(self.store, &s.path) == c.file)
-            .unwrap_or(0);
+        let i = cut_segment(self.store, c);
         let (records, bytes) = salvage_count(self.store, i, c.position)?;
         let moved = self.fates.iter().filter(|f| **f == Fate::Out).count();
         // Data after the cut: in the cut file up to where its walk ends, and in every later file.

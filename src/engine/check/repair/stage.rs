@@ -144,6 +144,7 @@ fn stage_kept(store: &Store, plan: &Plan, stage: &Path, st: &mut Staging<'_>) ->
         created: chrono::Utc::now().to_rfc3339(),
         cut: plan.cut.clone(),
         bridges: plan.bridges.clone(),
+        cut_lost: plan.cut_lost.clone(),
         actions: plan.actions.clone(),
         headers: plan.headers.clone(),
         removed: Vec::new(),
@@ -589,6 +590,9 @@ struct SalvagedLine<'a> {
     topic: &'a str,
     queue_id: i32,
     queue_offset: i64,
+    /// The broker gives the record a consume queue unit at `queue_offset` (false for
+    /// transaction half and rollback records: they were never in a queue).
+    queued: bool,
     msg_id: String,
     uniq_key: Option<Cow<'a, str>>,
     keys: Vec<String>,
@@ -839,6 +843,7 @@ fn list_salvaged(
             topic: &r.topic,
             queue_id: r.queue_id,
             queue_offset: r.queue_offset,
+            queued: crate::format::commitlog::TransactionType::of(r.sys_flag).is_queued(),
             msg_id: r.offset_msg_id(),
             uniq_key,
             keys: r.keys(),

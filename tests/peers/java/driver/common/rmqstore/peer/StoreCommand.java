@@ -34,7 +34,7 @@ final class StoreCommand {
     private static final String[] VALUED = {
         "dir", "commitlog-file-size", "cq-file-units", "index-slots", "index-entries", "key",
         "dledger-group", "dledger-self-id", "dledger-peers", "dledger-index-file-size", "wait-ms",
-        "group", "query-max", "broker-name",
+        "group", "query-max", "broker-name", "ha-port",
     };
     private static final String[] BOOLS = {"messages", "shutdown"};
 
@@ -74,6 +74,9 @@ final class StoreCommand {
         msc.setMaxIndexNum(a.integer("index-entries", 5000000 * 4));
         // a slave: no delayed-message delivery, no writes of its own
         msc.setBrokerRole(BrokerRole.SLAVE);
+        // start() listens for HA slaves: on a port of the caller's choosing, so that stores
+        // opened side by side do not collide on the default 10912
+        msc.setHaListenPort(a.integer("ha-port", 10912));
 
         boolean dledger = a.has("dledger-group") || a.has("dledger-self-id") || a.has("dledger-peers");
         if (dledger) {
