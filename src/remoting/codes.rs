@@ -1,5 +1,7 @@
 //! Request and response codes of RocketMQ 4.9 (`RequestCode`, `ResponseCode` and
-//! `RemotingSysResponseCode`), with their Java names for logs.
+//! `RemotingSysResponseCode`), with their Java names for logs; and two requests 5.x added that
+//! its clients send: `GET_TOPIC_CONFIG` (351, `mqadmin topicStatus` and `consumerProgress`) and
+//! `LITE_PULL_MESSAGE` (361, the lite pull consumer's pulls).
 //!
 //! The name server's codes (100-106, 205, 206, 216, 219, 224, 304, 311-313, 318, 319, 322, 327)
 //! and the broker's are disjoint, so one listener can serve both roles. Request and response
@@ -14,7 +16,7 @@ macro_rules! codes {
         )*
         const $table: &[(i32, &str)] = &[$(($value, stringify!($name))),*];
 
-        #[doc = concat!("The Java name of a `", $class, "` code, if 4.9 has it.")]
+        #[doc = concat!("The Java name of a `", $class, "` code, if this module lists it.")]
         pub fn $lookup(code: i32) -> Option<&'static str> {
             $table.iter().find(|(c, _)| *c == code).map(|(_, n)| *n)
         }
@@ -116,6 +118,8 @@ codes! { "RequestCode", REQUESTS, request_name;
     SEND_REPLY_MESSAGE_V2 = 325,
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326,
     ADD_WRITE_PERM_OF_BROKER = 327,
+    GET_TOPIC_CONFIG = 351,
+    LITE_PULL_MESSAGE = 361,
 }
 
 codes! { "ResponseCode", RESPONSES, response_name;

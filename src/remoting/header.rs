@@ -399,6 +399,12 @@ custom_header! {
         topic: req String = "topic",
     }
 
+    /// GET_TOPIC_CONFIG (351, 5.x) request; `lo` asks for the static topic's queue mapping too.
+    GetTopicConfigRequestHeader {
+        topic: req String = "topic",
+        lo: opt bool = "lo",
+    }
+
     /// GET_CONSUMER_CONNECTION_LIST (203) request.
     GetConsumerConnectionListRequestHeader {
         consumer_group: req String = "consumerGroup",

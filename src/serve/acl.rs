@@ -226,7 +226,7 @@ fn needed(req: &RemotingCommand, body: &[u8]) -> Vec<(String, u8)> {
             }
         }
         codes::CONSUMER_SEND_MSG_BACK => add(ext("group").map(|g| retry_topic(&g)), SUB),
-        codes::PULL_MESSAGE => {
+        codes::PULL_MESSAGE | codes::LITE_PULL_MESSAGE => {
             add(ext("topic"), SUB);
             add(ext("consumerGroup").map(|g| retry_topic(&g)), SUB);
         }

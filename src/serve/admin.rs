@@ -9,7 +9,7 @@ use super::{success, Handled, Outcome, Refusal, State};
 use crate::engine::broker::EngineError;
 use crate::engine::store::reader::Reader;
 use crate::format::config::fastjson::to_fastjson_compact;
-use crate::format::config::files::ConfigFile;
+use crate::format::config::files::{ConfigFile, TopicConfig};
 use crate::remoting::acl::UNIQUE_MSG_QUERY_FLAG;
 use crate::remoting::body::{
     ConnectionInfo, ConsumeStats, ConsumerConnection, GroupList, KvTable, MessageQueue,
@@ -18,8 +18,9 @@ use crate::remoting::body::{
 use crate::remoting::codes;
 use crate::remoting::header::{
     GetConsumeStatsRequestHeader, GetConsumerConnectionListRequestHeader,
-    GetTopicStatsInfoRequestHeader, QueryMessageRequestHeader, QueryMessageResponseHeader,
-    QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader, ViewMessageRequestHeader,
+    GetTopicConfigRequestHeader, GetTopicStatsInfoRequestHeader, QueryMessageRequestHeader,
+    QueryMessageResponseHeader, QueryTopicConsumeByWhoRequestHeader, ResetOffsetRequestHeader,
+    ViewMessageRequestHeader,
 };
 use crate::remoting::RemotingCommand;
 
@@ -93,7 +94,8 @@ pub fn view_message(st: &mut State, req: &RemotingCommand) -> Handled {
     }
 }
 
-/// `GET_CONSUME_STATS` (208): per queue, the max offset and the group's committed offset.
+/// `GET_CONSUME_STATS` (208): per queue, the max offset and the group's committed offset (also
+/// as 5.x's pull offset).
 pub fn consume_stats(st: &mut State, req: &RemotingCommand) -> Handled {
     let h: GetConsumeStatsRequestHeader = req.read_header()?;
     let group = h.consumer_group.as_str();
@@ -128,6 +130,9 @@ pub fn consume_stats(st: &mut State, req: &RemotingCommand) -> Handled {
                     broker_offset: max.max(0),
                     consumer_offset: consumer,
                     last_timestamp: last,
+                    // pulls are not tracked: as a 5.x broker answers a queue its pull table
+                    // lacks, nothing in flight
+                    pull_offset: consumer,
                 },
             ));
         }
@@ -168,6 +173,30 @@ pub fn topic_stats(st: &mut State, req: &RemotingCommand) -> Handled {
         ));
     }
     success(req, table.to_json().into_bytes())
+}
+
+/// `GET_TOPIC_CONFIG` (351, 5.x): one topic's config as `TopicConfigAndQueueMapping` (no static
+/// topic mapping here), which 5.x's `mqadmin topicStatus` and `consumerProgress` read before the
+/// stats. A topic routed without a config (queues only, a known group's `%RETRY%`) gets the
+/// config its route describes; an unknown one is TOPIC_NOT_EXIST, which the tool skips.
+pub fn topic_config(st: &mut State, req: &RemotingCommand) -> Handled {
+    let h: GetTopicConfigRequestHeader = req.read_header()?;
+    let Some((read, perm)) = topic_queues(st, &h.topic) else {
+        return Err(Refusal::new(
+            codes::TOPIC_NOT_EXIST,
+            format!("No topic in this broker. topic: {}", h.topic),
+        ));
+    };
+    let config = match st.engine.topic_configs().get(&h.topic) {
+        Some(tc) => tc.clone(),
+        None => TopicConfig {
+            read_queue_nums: read,
+            write_queue_nums: read,
+            perm,
+            ..TopicConfig::new(h.topic.as_str())
+        },
+    };
+    success(req, to_fastjson_compact(&config.to_json()).into_bytes())
 }
 
 /// `GET_BROKER_RUNTIME_INFO` (28): what `clusterList` and `brokerStatus` print. The counters

@@ -2,7 +2,9 @@
 //! and queue checks in the broker's order, the filter from the request or from the group's
 //! heartbeat, the store read with the commit-offset side effect, and long polling: a pull that
 //! finds nothing and carries the suspend flag is parked until its queue grows or its hold
-//! time ends, then read again without committing.
+//! time ends, then read again without committing. 5.x's lite pull consumer sends the same
+//! request as `LITE_PULL_MESSAGE` (361), which a 5.x broker answers the same way; so does this
+//! server, whatever the store's version (a 4.9 broker does not know the code).
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant};

@@ -29,6 +29,7 @@ mod replay;
 mod send;
 mod send_live;
 mod serve;
+mod serve_java;
 mod trace;
 mod trust;
 mod tui;

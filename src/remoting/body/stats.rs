@@ -17,6 +17,9 @@ pub struct OffsetWrapper {
     pub consumer_offset: i64,
     /// Store time of the last consumed message (ms), 0 if none.
     pub last_timestamp: i64,
+    /// 5.x's `pullOffset`, where the group's pulls got to (`mqadmin consumerProgress` prints it
+    /// less the consumer offset as the queue's in-flight count); 4.9's tools ignore it.
+    pub pull_offset: i64,
 }
 
 /// `ConsumeStats`.
@@ -70,6 +73,7 @@ impl ConsumeStats {
                 ("brokerOffset", JsonValue::int(w.broker_offset)),
                 ("consumerOffset", JsonValue::int(w.consumer_offset)),
                 ("lastTimestamp", JsonValue::int(w.last_timestamp)),
+                ("pullOffset", JsonValue::int(w.pull_offset)),
             ]))
         });
         format!(

@@ -366,13 +366,14 @@ fn stats_tables_use_object_keys() {
                 broker_offset: 5,
                 consumer_offset: 3,
                 last_timestamp: 1690000000000,
+                pull_offset: 4,
             },
         )],
         consume_tps: 0.0,
     };
     assert_eq!(
         stats.to_json(),
-        r#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":1690000000000}}}"#
+        r#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":5,"consumerOffset":3,"lastTimestamp":1690000000000,"pullOffset":4}}}"#
     );
     let table = TopicStatsTable {
         offset_table: vec![
