@@ -31,7 +31,7 @@ type Queue = (String, i32);
 type Place = (String, i32, i64);
 
 /// rmqstore's inputs for `g`.
-fn inputs(g: Geometry) -> GeometryInputs {
+pub(crate) fn inputs(g: Geometry) -> GeometryInputs {
     GeometryInputs {
         flags: GeometryOverrides {
             commitlog_file_size: Some(g.commitlog_file_size),
@@ -46,12 +46,12 @@ fn inputs(g: Geometry) -> GeometryInputs {
 
 /// What rmqstore says a store serves: each queue's bounds and the record (its commitlog
 /// position and bytes) at each queue offset in them.
-struct Served {
-    queues: BTreeMap<Queue, (i64, i64)>,
-    records: BTreeMap<Place, (u64, Vec<u8>)>,
+pub(crate) struct Served {
+    pub(crate) queues: BTreeMap<Queue, (i64, i64)>,
+    pub(crate) records: BTreeMap<Place, (u64, Vec<u8>)>,
 }
 
-fn served(root: &Path, g: Geometry) -> Served {
+pub(crate) fn served(root: &Path, g: Geometry) -> Served {
     let store = Store::open(root, &inputs(g)).unwrap();
     let opts = EngineOptions::for_store(&store);
     let engine = Engine::open_read_only(store, None, Arc::new(SystemClock), opts).unwrap();
@@ -79,7 +79,7 @@ fn served(root: &Path, g: Geometry) -> Served {
 }
 
 /// A copy of `root` for the Java store to change (its recovery truncates and dispatches).
-fn copy_of(root: &Path, abort: bool) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn copy_of(root: &Path, abort: bool) -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let copy = t.path().join("store");
     copy_tree(root, &copy);
@@ -92,7 +92,7 @@ fn copy_of(root: &Path, abort: bool) -> (tempfile::TempDir, PathBuf) {
 /// The Java store of release `v` opens `root` (a copy, after a clean stop and with an `abort`
 /// file) and serves what rmqstore reads there: the same queue bounds, the same message at each
 /// offset, field by field, no exception. Returns the answer of the clean load.
-fn assert_java_serves(root: &Path, v: JavaVersion, g: Geometry, ctx: &str) -> JavaStore {
+pub(crate) fn assert_java_serves(root: &Path, v: JavaVersion, g: Geometry, ctx: &str) -> JavaStore {
     let ours = served(root, g);
     assert!(!ours.records.is_empty(), "{ctx}: nothing in service");
     let mut clean = None;
@@ -117,7 +117,7 @@ fn assert_java_serves(root: &Path, v: JavaVersion, g: Geometry, ctx: &str) -> Ja
 
 /// `java` serves `ours`: bounds of every queue that has units on either side, and the message
 /// at every offset.
-fn assert_same_service(ours: &Served, java: &JavaStore, ctx: &str) {
+pub(crate) fn assert_same_service(ours: &Served, java: &JavaStore, ctx: &str) {
     let with_units = |q: &(i64, i64)| q.1 > q.0;
     let our_queues: BTreeMap<&Queue, &(i64, i64)> =
         ours.queues.iter().filter(|(_, b)| with_units(b)).collect();

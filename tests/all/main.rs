@@ -17,6 +17,7 @@ mod dledger_repair;
 mod dledger_verify;
 mod engine;
 mod inspect;
+mod java_peers;
 mod json;
 mod limits;
 mod oracle;

@@ -667,9 +667,12 @@ fn strip_colours(text: &str) -> String {
 }
 
 /// Free loopback ports for a cluster: the name server's, the broker's listen port (with the
-/// two below it free too: a broker's second, "fast" listener binds port - 2) and its HA port,
-/// and `more` others (a proxy's). All are held while they are chosen, so they differ; a
-/// program started right after binds them (a race with other programs is possible, rare).
+/// one two below it free too: a broker's second, "fast" listener binds port - 2, and the one
+/// above it, 4.9's default HA port) and its HA port, and `more` others (a proxy's). All are
+/// held while they are chosen, so they differ; a program started right after binds them (a
+/// race with other programs is possible, rare). The broker's port is taken below the kernel's
+/// ephemeral range: there the ports around it are not taken by outgoing connections, which
+/// under load (a producer reconnecting to a killed broker) hold most ephemeral ports.
 pub struct Ports {
     pub namesrv: u16,
     pub broker: u16,
@@ -678,18 +681,21 @@ pub struct Ports {
 }
 
 pub fn free_ports(more: usize) -> Ports {
+    static NEXT: AtomicI32 = AtomicI32::new(0);
     let bind = |port: u16| TcpListener::bind(("127.0.0.1", port));
     let namesrv = bind(0).unwrap();
     let ha = bind(0).unwrap();
     let others: Vec<TcpListener> = (0..more).map(|_| bind(0).unwrap()).collect();
     let port_of = |l: &TcpListener| l.local_addr().unwrap().port();
-    for _ in 0..100 {
-        let listen = bind(0).unwrap();
-        let port = port_of(&listen);
-        if port > 1026 && bind(port - 2).is_ok() && bind(port + 1).is_ok() {
+    // test processes running side by side start at different places of 12000..32000
+    let seed = std::process::id() as i32 % 4000 * 5;
+    for _ in 0..4000 {
+        let port = (12_000 + (seed + NEXT.fetch_add(5, Ordering::Relaxed)) % 20_000) as u16;
+        let Ok(listen) = bind(port) else { continue };
+        if bind(port - 2).is_ok() && bind(port + 1).is_ok() {
             return Ports {
                 namesrv: port_of(&namesrv),
-                broker: port,
+                broker: port_of(&listen),
                 ha: port_of(&ha),
                 more: others.iter().map(port_of).collect(),
             };

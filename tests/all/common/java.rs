@@ -652,6 +652,8 @@ pub struct LoadOptions {
     pub keys: Vec<(String, String)>,
     /// DLedger mode: `(group, self id)`; a free port is given to the member.
     pub dledger: Option<(String, String)>,
+    /// At most this many offsets a lookup (`queryMessage`'s `maxNum`; the driver's default 64).
+    pub query_max: Option<u32>,
     /// `shutdown()` at the end (it writes the checkpoint and removes `abort`); otherwise the
     /// driver halts and leaves the files as the recovery made them.
     pub shutdown: bool,
@@ -695,6 +697,9 @@ impl JavaStore {
         }
         if o.shutdown {
             args.push("--shutdown".into());
+        }
+        if let Some(n) = o.query_max {
+            args.extend(["--query-max".into(), n.to_string()]);
         }
         args.extend(["--ha-port".into(), free_ports(0).ha.to_string()]);
         let mut s = JavaStore::default();
@@ -905,6 +910,49 @@ pub fn produce(v: JavaVersion, p: &Produce) -> Vec<Value> {
         .collect()
 }
 
+/// 5.x: sends `count` messages with the gRPC `Producer` of rocketmq-client-java to the
+/// proxy's gRPC `endpoint`: one `{type: "sent", i, messageId}` line per message.
+pub fn grpc_produce(endpoint: &str, topic: &str, count: usize, tag: &str) -> Vec<Value> {
+    let args = [
+        "--endpoint",
+        endpoint,
+        "--topic",
+        topic,
+        "--count",
+        &count.to_string(),
+        "--tag",
+        tag,
+    ]
+    .map(String::from);
+    run_driver(JavaVersion::V5, "grpc-produce", &args, None)
+        .into_iter()
+        .filter(|l| l["type"] == "sent" || l["type"] == "failed")
+        .collect()
+}
+
+/// 5.x: receives and acknowledges with the gRPC `SimpleConsumer` until `expect` messages
+/// arrived or nothing came for `idle_ms`: the `message` lines (`messageId`, `topic`, `tag`,
+/// `keys`, `properties`, `bodySha256`, `deliveryAttempt`, ...).
+pub fn grpc_consume(endpoint: &str, group: &str, topic: &str, expect: usize) -> Vec<Value> {
+    let args = [
+        "--endpoint",
+        endpoint,
+        "--group",
+        group,
+        "--topic",
+        topic,
+        "--expect",
+        &expect.to_string(),
+        "--idle-ms",
+        "5000",
+    ]
+    .map(String::from);
+    run_driver(JavaVersion::V5, "grpc-consume", &args, None)
+        .into_iter()
+        .filter(|l| l["type"] == "message")
+        .collect()
+}
+
 /// A producer running in the background, for a test that kills the broker under it.
 pub struct Producing {
     child: std::process::Child,
@@ -925,6 +973,12 @@ impl Producing {
             child: c.spawn().expect("java runs"),
             _home: home,
         }
+    }
+
+    /// Stops it at once (SIGKILL) and returns the lines it wrote until then.
+    pub fn kill(mut self) -> Vec<Value> {
+        let _ = self.child.kill();
+        self.finish()
     }
 
     /// Its lines once it ended (`sent` and `failed`).
