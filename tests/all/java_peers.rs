@@ -128,8 +128,8 @@ fn assert_kit_answers_as_recorded(name: &str, v: JavaVersion, answers: &str) {
 
 #[test]
 #[cfg_attr(
-    not(all(rmqstore_java_4_9, rmqstore_java_5)),
-    ignore = "needs the Java 4.9 and 5.x peer kits"
+    not(all(rmqstore_java_4_9, rmqstore_java_5, rmqstore_oracle)),
+    ignore = "needs the Java 4.9 and 5.x peer kits and ../shared/oracle"
 )]
 fn the_kits_java_store_answers_on_the_oracle_stores_as_their_writers_recorded() {
     for (name, v, answers) in ORACLES {
@@ -141,8 +141,8 @@ fn the_kits_java_store_answers_on_the_oracle_stores_as_their_writers_recorded() 
 
 #[test]
 #[cfg_attr(
-    not(all(rmqstore_java_4_9, rmqstore_java_5)),
-    ignore = "needs the Java 4.9 and 5.x peer kits"
+    not(all(rmqstore_java_4_9, rmqstore_java_5, rmqstore_oracle)),
+    ignore = "needs the Java 4.9 and 5.x peer kits and ../shared/oracle"
 )]
 fn rmqstore_serves_on_the_oracle_stores_what_the_java_store_serves() {
     for (name, v, _) in ORACLES {
