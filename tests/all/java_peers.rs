@@ -180,8 +180,8 @@ fn predicted_end(store: &Path, g: Geometry) -> i64 {
 
 #[test]
 #[cfg_attr(
-    not(rmqstore_java_4_9),
-    ignore = "needs the Java 4.9 peer kit and the oracle stores"
+    not(all(rmqstore_java_4_9, rmqstore_oracle)),
+    ignore = "needs the Java 4.9 peer kit and ../shared/oracle"
 )]
 fn after_a_crash_rmqstore_predicts_the_java_recovery_and_reads_its_result() {
     let Some(dir) = oracle("crashed-4.9") else {
