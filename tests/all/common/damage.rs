@@ -140,8 +140,9 @@ pub fn data_ranges(p: &Path) -> Vec<(u64, u64)> {
     out
 }
 
-/// A regular file's bytes with its holes as an empty run: the data ranges concatenated with
-/// their offsets (for hashing sparse files without reading gigabytes of zeros).
+/// A regular file's length and its runs of non-zero bytes, each with its offset: the same for
+/// any two files of the same bytes, whichever of their zeros are holes (for hashing sparse files
+/// without reading gigabytes of zeros; a filesystem may turn a hole into data when it is read).
 pub fn sparse_bytes(p: &Path) -> Vec<u8> {
     use std::os::unix::fs::FileExt;
     let f = std::fs::File::open(p).unwrap();
@@ -150,12 +151,15 @@ pub fn sparse_bytes(p: &Path) -> Vec<u8> {
     for (a, b) in data_ranges(p) {
         let mut buf = vec![0u8; (b - a) as usize];
         f.read_exact_at(&mut buf, a).unwrap();
-        // a run of zeros inside a data range hashes the same as a hole
-        let first = buf.iter().position(|&x| x != 0);
-        let last = buf.iter().rposition(|&x| x != 0);
-        if let (Some(s), Some(e)) = (first, last) {
+        let mut at = 0;
+        while let Some(s) = buf[at..].iter().position(|&x| x != 0).map(|s| at + s) {
+            let e = buf[s..]
+                .iter()
+                .position(|&x| x == 0)
+                .map_or(buf.len(), |e| s + e);
             out.extend_from_slice(&(a + s as u64).to_be_bytes());
-            out.extend_from_slice(&buf[s..=e]);
+            out.extend_from_slice(&buf[s..e]);
+            at = e;
         }
     }
     out
