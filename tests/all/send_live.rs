@@ -1,4 +1,4 @@
-//! `send` against a live cluster (rocketmq-rust's name server and broker, common/cluster.rs),
+//! `send` against a live cluster (each broker of common/cluster.rs: the real 4.9 and 5.x, rocketmq-rust opt-in),
 //! everything read back and compared with its source field by field: the oracle stores (plain
 //! and DLedger, 4.9 and 5.x timers), a salvage store made by `repair`, an export file;
 //! `--create-topics`, `--topic-map`, `--mark`, `--deliver-now`; `send` killed at random moments
