@@ -160,19 +160,7 @@ fn rmqstore_serves_on_the_oracle_stores_what_the_java_store_serves() {
 /// The broker's end of the commitlog after its next start, as `verify --explain-recovery`
 /// predicts it.
 fn predicted_end(store: &Path, g: Geometry) -> i64 {
-    let mut args = vec![
-        "verify".to_string(),
-        store.display().to_string(),
-        "--explain-recovery".into(),
-        "--json".into(),
-    ];
-    args.extend(g.rmqstore_args());
-    let out = bin().args(&args).output().unwrap();
-    let recovery = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|v| v["type"] == "recovery")
-        .unwrap_or_else(|| panic!("no recovery line: {}", String::from_utf8_lossy(&out.stderr)));
+    let recovery = g.explained_recovery(store);
     recovery["cut"]["commitlog_offset"]
         .as_i64()
         .unwrap_or_else(|| panic!("no cut: {recovery}"))

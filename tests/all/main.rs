@@ -23,6 +23,7 @@ mod limits;
 mod oracle;
 mod pop;
 mod rebuild;
+mod recovery_layouts;
 mod repair;
 mod repair_service;
 mod repair_timer;

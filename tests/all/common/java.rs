@@ -574,6 +574,24 @@ impl Geometry {
     fn driver_args(&self) -> Vec<String> {
         self.rmqstore_args()
     }
+
+    /// The `recovery` line of `verify --explain-recovery --json` on `store` read at this
+    /// geometry: what rmqstore says the broker's next start does.
+    pub fn explained_recovery(&self, store: &Path) -> Value {
+        let mut args = vec![
+            "verify".to_string(),
+            store.display().to_string(),
+            "--explain-recovery".into(),
+            "--json".into(),
+        ];
+        args.extend(self.rmqstore_args());
+        let out = super::bin().args(&args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["type"] == "recovery")
+            .unwrap_or_else(|| panic!("no recovery line: {}", String::from_utf8_lossy(&out.stderr)))
+    }
 }
 
 /// Runs the driver's `command` with `args`, and returns its JSON lines, failing the test with

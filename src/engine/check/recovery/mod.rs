@@ -14,11 +14,13 @@
 
 mod dledger;
 mod plan;
+mod requeue;
 mod walk;
 
 pub use dledger::DledgerRecovery;
 
 pub use plan::*;
+pub use requeue::{requeues, Order, Requeue};
 pub use walk::*;
 
 #[cfg(test)]

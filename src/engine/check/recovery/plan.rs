@@ -114,6 +114,9 @@ pub struct RecoveryPlan {
     pub deleted_files: Vec<DeletedFile>,
     /// Consume queue units dropped because they point at or after the cut.
     pub queue_truncations: Vec<QueueTruncation>,
+    /// Queues the start leaves with messages at the wrong queue offsets, served nowhere, or
+    /// units that are no message ([`super::requeue`]; worked out by [`plan`] only).
+    pub requeues: Vec<super::Requeue>,
     /// Commitlog offsets `[from, to)` whose records are dispatched again (consume queues and
     /// index rebuilt), and how many records that is.
     pub redispatch_from: u64,
@@ -143,6 +146,7 @@ impl RecoveryPlan {
         self.refuses_to_start.is_empty()
             && self.messages_dropped() == 0
             && self.queue_truncations.is_empty()
+            && self.requeues.is_empty()
             && self.index_records_lost == 0
     }
 
@@ -253,6 +257,9 @@ impl RecoveryPlan {
                 "dispatch {} messages at offsets {}..{} again (consume queues and index rebuilt for them)",
                 self.redispatched_messages, self.redispatch_from, self.redispatch_to
             ));
+        }
+        for r in &self.requeues {
+            s.push(requeue_step(r));
         }
         if self.index_records_lost > 0 {
             s.push(format!(
@@ -835,6 +842,7 @@ pub fn finish(
         cut,
         deleted_files,
         queue_truncations,
+        requeues: Vec::new(),
         redispatch_from,
         redispatch_to,
         redispatched_messages: redispatched,
@@ -874,7 +882,76 @@ pub fn plan(store: &Store, check_crc: bool) -> Result<RecoveryPlan> {
         .iter()
         .map(|&p| if p { it.next() } else { None })
         .collect();
-    finish(store, &prep, &refs, check_crc)
+    let mut plan = finish(store, &prep, &refs, check_crc)?;
+    if store.dledger.is_none() {
+        plan.requeues = plan_requeues(store, &prep, &plan)?;
+    }
+    Ok(plan)
+}
+
+/// What the re-dispatch and `truncateDirtyLogicFiles` leave in each queue.
+fn plan_requeues(
+    store: &Store,
+    prep: &Prepared,
+    plan: &RecoveryPlan,
+) -> Result<Vec<super::Requeue>> {
+    let Some(cut) = plan.cut.as_ref().map(|c| c.offset) else {
+        return Ok(Vec::new());
+    };
+    let truncate = (prep.max_phy_offset_of_consume_queue >= cut).then_some(cut);
+    let order = if prep.mode == RecoveryMode::Abnormal || prep.version.version == BrokerVersion::V5
+    {
+        super::Order::DispatchThenTruncate
+    } else {
+        super::Order::TruncateThenDispatch
+    };
+    super::requeues(
+        store,
+        plan.redispatch_from,
+        plan.redispatch_to,
+        truncate,
+        order,
+    )
+}
+
+/// One queue the start leaves wrong, in words.
+fn requeue_step(r: &super::Requeue) -> String {
+    let mut parts = Vec::new();
+    if let Some((own, at)) = r.first_misplaced {
+        parts.push(format!(
+            "{} messages get units at other queue offsets than their own (the one at {own} is \
+             served at {at})",
+            r.misplaced
+        ));
+    }
+    if r.out_of_service > 0 {
+        parts.push(format!(
+            "{} messages from queue offset {} on are served at no offset",
+            r.out_of_service, r.recovered_end
+        ));
+    }
+    if !r.bogus_units.is_empty() {
+        let at: Vec<String> = r.bogus_units.iter().map(|q| q.to_string()).collect();
+        parts.push(format!(
+            "a unit that is no message is kept at queue offset {} (getMessage answers it \
+             FOUND, with no message in it)",
+            at.join(", ")
+        ));
+    }
+    if r.stale_units > 0 {
+        parts.push(format!(
+            "{} stale units after the queue's end are kept",
+            r.stale_units
+        ));
+    }
+    format!(
+        "consume queue {}/{} (recovered end {}): {}; its max offset becomes {}",
+        r.topic,
+        r.queue_id,
+        r.recovered_end,
+        parts.join("; "),
+        r.max_offset
+    )
 }
 
 /// The files the DLedger recovery passed over, in words.

@@ -231,6 +231,13 @@ final class StoreCommand {
                 if (r.getStatus() == GetMessageStatus.FOUND && bufs != null && !bufs.isEmpty()) {
                     // readBody=true, deCompressBody=false: the body as stored
                     MessageExt m = MessageDecoder.decode(bufs.get(0), true, false);
+                    if (m == null) {
+                        // a unit that points at no message (zeros kept by recovery): FOUND, nothing in it
+                        Out.emit(Json.obj("get").put("topic", topic).put("queueId", qid).put("offset", off)
+                            .put("status", r.getStatus()).put("noMessage", true)
+                            .put("bufferBytes", bufs.get(0).remaining()));
+                        continue;
+                    }
                     Json.Obj o = Json.obj("message").put("cqOffset", off);
                     Msgs.stored(o, m);
                     o.opt("tagsCode", Driver.COMPAT.tagsCode(store, topic, qid, off));
