@@ -317,6 +317,7 @@ struct Recovery {
     cut: Option<RecoveryCut>,
     deleted_files: Vec<DeletedFile>,
     queue_truncations: Vec<QueueTruncation>,
+    requeues: Vec<Requeue>,
     redispatch_from: u64,
     redispatch_to: u64,
     redispatched_messages: u64,
@@ -397,6 +398,23 @@ struct QueueTruncation {
     from_queue_offset: u64,
     units: u64,
     deleted_files: Vec<String>,
+}
+
+/// `recovery.requeues[]`: a queue the next start leaves with units at other offsets than their
+/// messages', units that are no message, or messages served nowhere.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+struct Requeue {
+    topic: String,
+    queue_id: i32,
+    recovered_end: u64,
+    misplaced: u64,
+    first_misplaced: Option<(u64, u64)>,
+    out_of_service: u64,
+    bogus_units: Vec<u64>,
+    stale_units: u64,
+    max_offset: u64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -205,6 +205,26 @@ fn requeue_of(recovery: &Value) -> Option<&Value> {
         .find(|r| r["topic"] == TOPIC && r["queue_id"] == QUEUE)
 }
 
+/// `verify`'s finding on the damaged queue's missing units.
+fn missing_unit_finding(store: &Path, ctx: &str) -> Value {
+    let mut args = vec![
+        "verify".to_string(),
+        store.display().to_string(),
+        "--json".into(),
+    ];
+    args.extend(Geometry::SMALL.rmqstore_args());
+    let out = bin().args(&args).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| {
+            v["code"] == "consumequeue.missing_unit"
+                && v["location"]["topic"] == TOPIC
+                && v["location"]["queue_id"] == QUEUE
+        })
+        .unwrap_or_else(|| panic!("{ctx}: no missing_unit finding"))
+}
+
 #[test]
 #[cfg_attr(not(rmqstore_java_4_9), ignore = "needs the Java 4.9 peer kit")]
 fn explain_recovery_matches_the_49_store_on_the_layouts_of_rocketmq_bug_reports() {
@@ -237,6 +257,16 @@ fn layouts(v: JavaVersion) {
         zero_file(&last_cq_file(&zeroed));
         let r = assert_java_recovers_as_explained(&zeroed, v, &ctx);
         let q = requeue_of(&r).unwrap_or_else(|| panic!("{ctx}: no requeue: {r:#}"));
+        let f = missing_unit_finding(&zeroed, &ctx);
+        assert!(
+            f["message"]
+                .as_str()
+                .unwrap()
+                .contains("all zeros after a full one"),
+            "{f}"
+        );
+        let action = f["broker_action"].as_str().unwrap();
+        assert!(action.contains("its max offset becomes"), "{ctx}: {f}");
         if abort {
             // the re-dispatch appends the scanned records at offset 100 on
             assert!(q["misplaced"].as_u64().unwrap() > 0, "{ctx}: {q}");

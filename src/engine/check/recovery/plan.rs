@@ -883,13 +883,19 @@ pub fn plan(store: &Store, check_crc: bool) -> Result<RecoveryPlan> {
         .map(|&p| if p { it.next() } else { None })
         .collect();
     let mut plan = finish(store, &prep, &refs, check_crc)?;
-    if store.dledger.is_none() {
-        plan.requeues = plan_requeues(store, &prep, &plan)?;
-    }
+    add_requeues(store, &prep, &mut plan)?;
     Ok(plan)
 }
 
-/// What the re-dispatch and `truncateDirtyLogicFiles` leave in each queue.
+/// Fills `plan.requeues`: what the re-dispatch and `truncateDirtyLogicFiles` leave in each
+/// queue (not for DLedger mode, whose dispatch starts at the queues' max offset).
+pub fn add_requeues(store: &Store, prep: &Prepared, plan: &mut RecoveryPlan) -> Result<()> {
+    if store.dledger.is_none() {
+        plan.requeues = plan_requeues(store, prep, plan)?;
+    }
+    Ok(())
+}
+
 fn plan_requeues(
     store: &Store,
     prep: &Prepared,
@@ -915,7 +921,7 @@ fn plan_requeues(
 }
 
 /// One queue the start leaves wrong, in words.
-fn requeue_step(r: &super::Requeue) -> String {
+pub fn requeue_step(r: &super::Requeue) -> String {
     let mut parts = Vec::new();
     if let Some((own, at)) = r.first_misplaced {
         parts.push(format!(

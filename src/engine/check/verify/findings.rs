@@ -8,7 +8,7 @@ use super::queue_check::{
 use super::queue_runs::QueueRun;
 use super::{Sink, VerifyOptions};
 use crate::engine::check::headers::{self, Gap};
-use crate::engine::check::recovery::Prepared;
+use crate::engine::check::recovery::{requeue_step, Prepared, Requeue};
 use crate::engine::store::version::BrokerVersion;
 use crate::engine::store::{paths, Store};
 use crate::format::commitlog::prop;
@@ -398,11 +398,14 @@ pub(super) fn missing_findings(
     run: Option<&QueueRun>,
     r: &CqResult,
     redispatch_from: u64,
+    requeue: Option<&Requeue>,
     opts: &VerifyOptions,
     sink: &mut Sink,
 ) {
     let Some(run) = run else { return };
     let name = format!("{}/{}", cq.topic, cq.queue_id);
+    // what the next start does to the queue, when its re-dispatch or truncation leave it wrong
+    let requeued = requeue.map(requeue_step);
     let cq_end = run.cq_end;
     let below = run.count - run.beyond;
     let matched = run.matched + r.matched;
@@ -423,10 +426,12 @@ pub(super) fn missing_findings(
                         .unwrap_or_default()
                 ),
             )
-            .with_action(format!(
-                "never dispatched again: the broker re-dispatches only from offset {redispatch_from}; \
-                 consumers of {name} cannot read these messages"
-            )),
+            .with_action(requeued.clone().unwrap_or_else(|| {
+                format!(
+                    "never dispatched again: the broker re-dispatches only from offset \
+                     {redispatch_from}; consumers of {name} cannot read these messages"
+                )
+            })),
         );
     }
     if run.beyond > 0 {
@@ -434,10 +439,21 @@ pub(super) fn missing_findings(
         let (path, pos) = unit_location(cq, u64::try_from(first_q).unwrap_or(0));
         let lag = first_pos >= redispatch_from;
         let msg = format!(
-            "{name}: {} records (queue offsets {first_q}.., from commitlog offset {first_pos}) are past the queue's end {cq_end}",
-            run.beyond
+            "{name}: {} records (queue offsets {first_q}.., from commitlog offset {first_pos}) are past the queue's end {cq_end}{}",
+            run.beyond,
+            zero_file_note(cq, cq_end).unwrap_or_default()
         );
-        if lag {
+        if let Some(mut action) = requeued {
+            if !lag && requeue.is_some_and(|r| r.out_of_service == 0) {
+                action.push_str(&format!(
+                    "; these records are never dispatched again: the broker re-dispatches only \
+                     from offset {redispatch_from}"
+                ));
+            }
+            sink.push(
+                Finding::new(Code::ConsumequeueMissingUnit, &path, pos, msg).with_action(action),
+            );
+        } else if lag {
             sink.push(
                 Finding::new(Code::ConsumequeueLag, &path, pos, msg)
                     .with_action("dispatch lag: the broker dispatches them on its next start"),
@@ -451,6 +467,21 @@ pub(super) fn missing_findings(
             );
         }
     }
+}
+
+/// When the queue ends where one of its files starts and that file is all zeros, says so: the
+/// units a full file's successor held were lost (an async flush that lost the page cache,
+/// apache/rocketmq#9728).
+fn zero_file_note(cq: &ConsumeQueue, cq_end: u64) -> Option<String> {
+    let start = cq_end.checked_mul(crate::format::consumequeue::UNIT_SIZE as u64)?;
+    let f = cq.files.iter().find(|f| f.start == start && start > 0)?;
+    let map = crate::format::mapped::Mapped::open(&f.path).ok()?;
+    map.iter().all(|&b| b == 0).then(|| {
+        format!(
+            "; its file from queue offset {cq_end} on is all zeros after a full one (its units \
+             never reached the disk)"
+        )
+    })
 }
 
 /// The consume queue files missing before a queue's first file (or all of them, in an empty

@@ -482,7 +482,11 @@ fn verify_with_side(
 
     let plan = if scan {
         let refs: Vec<Option<&FileWalk>> = merged.walks.iter().map(Option::as_ref).collect();
-        Some(recovery::finish(store, &prep, &refs, opts.check_crc)?)
+        let mut plan = recovery::finish(store, &prep, &refs, opts.check_crc)?;
+        if want_cq {
+            recovery::add_requeues(store, &prep, &mut plan)?;
+        }
+        Some(plan)
     } else {
         None
     };
@@ -654,8 +658,21 @@ fn verify_with_side(
             cq_units += r.units;
             let key = (cq.topic.clone(), cq.queue_id);
             let run = corrected(&key, merged.queues.get(&key));
+            let requeue = plan.as_ref().and_then(|p| {
+                p.requeues
+                    .iter()
+                    .find(|q| q.topic == cq.topic && q.queue_id == cq.queue_id)
+            });
             seen_queues.insert(key);
-            missing_findings(cq, run.as_ref(), &r, redispatch_from, opts, &mut sink);
+            missing_findings(
+                cq,
+                run.as_ref(),
+                &r,
+                redispatch_from,
+                requeue,
+                opts,
+                &mut sink,
+            );
             missing_file_findings(cq, run.as_ref(), redispatch_from, &mut sink);
         }
         sink.absorb(cq_sink.into_inner().unwrap_or_else(|e| e.into_inner()));
@@ -690,6 +707,7 @@ fn verify_with_side(
                 Some(&run),
                 &CqResult::default(),
                 redispatch_from,
+                None,
                 opts,
                 &mut sink,
             );
