@@ -94,6 +94,7 @@ pub fn run(a: &GenArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             index_entries: Some(a.index_entries),
             delay_levels: None,
             dledger_peers: None,
+            dledger_index_file_size: None,
         },
         ..Default::default()
     });

@@ -146,6 +146,10 @@ pub struct GeometryArgs {
     /// Index entries per file (maxIndexNum).
     #[arg(long, value_name = "N")]
     pub index_entries: Option<u32>,
+    /// DLedger index file size in bytes (DLedger's mappedFileSizeForEntryIndex, 160 MiB unless
+    /// the index files show another).
+    #[arg(long, value_name = "BYTES")]
+    pub dledger_index_file_size: Option<u64>,
 }
 
 impl GeometryArgs {
@@ -162,6 +166,7 @@ impl GeometryArgs {
                 index_entries: self.index_entries,
                 delay_levels: None,
                 dledger_peers: None,
+                dledger_index_file_size: self.dledger_index_file_size,
             },
             broker_conf,
             inferred: GeometryOverrides::default(),

@@ -207,6 +207,14 @@ pub fn run(a: &RebuildArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         for line in store.geometry.describe() {
             writeln!(out, "geometry {line}")?;
         }
+        if let Some(l) = store.dledger.as_ref().filter(|_| opts.dledger_index) {
+            let size = &l.geometry.index_file_size;
+            writeln!(
+                out,
+                "geometry DLedger index file size {} ({})",
+                size.value, size.source
+            )?;
+        }
         if opts.consumequeue || opts.index {
             writeln!(
             out,

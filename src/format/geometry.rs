@@ -146,6 +146,9 @@ pub struct GeometryOverrides {
     pub delay_levels: Option<Vec<i64>>,
     /// `dLegerPeers` (`n0-host:port;n1-host:port;...`): the members of a DLedger group.
     pub dledger_peers: Option<String>,
+    /// DLedger index file size in bytes (`mappedFileSizeForEntryIndex`; the broker never sets
+    /// it from its config, so only a flag gives it).
+    pub dledger_index_file_size: Option<u64>,
 }
 
 impl GeometryOverrides {

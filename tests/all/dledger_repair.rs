@@ -266,6 +266,65 @@ fn a_lying_index_unit_is_rebuilt_from_the_data() {
 
 #[test]
 #[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
+fn a_missing_dledger_index_is_rebuilt_at_the_size_given_else_dledgers_default_and_says_which() {
+    let t = scratch();
+    let dir = "dledger-n0/index";
+    let Some((orig, store)) = damaged(t.path(), |s, _| {
+        for e in std::fs::read_dir(s.join(dir)).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+    }) else {
+        return;
+    };
+    // With the size the files had, the rebuilt index is the broker's, byte for byte.
+    let given = ["--dledger-index-file-size", "65536"];
+    let (summary, _) = repair_checked_with(&orig, &store, 4210, 0, &given);
+    assert_eq!(summary["dledger"]["index_file_size"], 65536, "{summary}");
+    assert_eq!(
+        summary["dledger"]["index_file_size_source"],
+        "command-line flag"
+    );
+    let repaired = store.parent().unwrap().join("repaired");
+    let names = |d: &Path| {
+        let mut v: Vec<_> = std::fs::read_dir(d.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&repaired), names(&orig));
+    for n in names(&orig) {
+        let file = Path::new(dir).join(n);
+        assert_eq!(
+            std::fs::read(repaired.join(&file)).unwrap(),
+            std::fs::read(orig.join(&file)).unwrap()
+        );
+    }
+    // Without it, nothing on the disk says the size: DLedger's default, named as such.
+    let out = bin()
+        .args(["repair", "--dry-run", "--json"])
+        .arg(&store)
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "summary")
+        .unwrap();
+    assert_eq!(
+        summary["dledger"]["index_file_size"],
+        160 << 20,
+        "{summary}"
+    );
+    assert_eq!(
+        summary["dledger"]["index_file_size_source"],
+        "broker default"
+    );
+}
+
+#[test]
+#[cfg_attr(not(rmqstore_oracle), ignore = "needs ../shared/oracle")]
 fn a_checkpoint_past_the_log_is_clamped() {
     let t = scratch();
     let Some((orig, store)) = damaged(t.path(), |s, _| {

@@ -1569,6 +1569,8 @@ struct RepairDledger {
     checkpoint_was: Option<RepairDledgerCheckpoint>,
     checkpoint: RepairDledgerCheckpoint,
     index_rebuilt: bool,
+    index_file_size: Option<u64>,
+    index_file_size_source: Option<String>,
     caught_up_from_leader: bool,
     commit_rule: String,
     uncommitted_kept: Option<(i64, i64)>,

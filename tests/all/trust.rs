@@ -63,6 +63,7 @@ fn evil_store(root: &Path, evil: &Path) -> Vec<String> {
             index_entries: Some(64),
             delay_levels: None,
             dledger_peers: None,
+            dledger_index_file_size: None,
         },
         ..Default::default()
     });

@@ -157,7 +157,11 @@ impl DledgerLayout {
                 &data,
                 DEFAULT_DATA_FILE_SIZE,
             ),
-            index_file_size: pick([None, None], &index, DEFAULT_INDEX_FILE_SIZE),
+            index_file_size: pick(
+                [inputs.flags.dledger_index_file_size, None],
+                &index,
+                DEFAULT_INDEX_FILE_SIZE,
+            ),
         };
         let converted = list_queue_dir(&root.join("commitlog")).is_ok_and(|l| !l.files.is_empty());
         let self_id = name[DIR_PREFIX.len()..].to_string();

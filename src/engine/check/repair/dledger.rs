@@ -63,6 +63,10 @@ pub struct DledgerRepair {
     pub checkpoint: DledgerCheckpoint,
     /// The DLedger index is rewritten from the kept entries.
     pub index_rebuilt: bool,
+    /// The size of each DLedger index file the rebuild writes, and where it comes from (a flag,
+    /// the index files there were, or DLedger's default).
+    pub index_file_size: Option<u64>,
+    pub index_file_size_source: Option<String>,
     /// The data was cut: the group's leader sends this replica the entries from the cut on.
     pub caught_up_from_leader: bool,
     /// The rule that says which entries are committed (`--broker-conf`'s `dLegerPeers`).
@@ -248,9 +252,11 @@ pub fn plan(
             } else {
                 "the DLedger data is cut".into()
             },
-            action: "rebuild the DLedger index from the kept entries; old files that differ are \
-                     kept in the repair folder"
-                .into(),
+            action: format!(
+                "rebuild the DLedger index from the kept entries, in files of {} bytes ({}); \
+                 old files that differ are kept in the repair folder",
+                l.geometry.index_file_size.value, l.geometry.index_file_size.source
+            ),
             messages: 0,
             bytes: 0,
         });
@@ -289,6 +295,9 @@ pub fn plan(
         checkpoint_was: was,
         checkpoint,
         index_rebuilt,
+        index_file_size: index_rebuilt.then_some(l.geometry.index_file_size.value),
+        index_file_size_source: index_rebuilt
+            .then(|| l.geometry.index_file_size.source.to_string()),
         caught_up_from_leader: caught_up,
         commit_rule: l.commit_rule,
         uncommitted_kept,

@@ -277,6 +277,10 @@ pub fn fixed_geometry(store: &Store) -> GeometryInputs {
             index_entries: Some(g.index_entries.value),
             delay_levels: Some(g.delay_levels.value.clone()),
             dledger_peers: None,
+            dledger_index_file_size: store
+                .dledger
+                .as_ref()
+                .map(|l| l.geometry.index_file_size.value),
         },
         broker_conf: GeometryOverrides {
             dledger_peers: peers,

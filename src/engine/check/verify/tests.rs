@@ -1,8 +1,8 @@
 //! Tests of `verify`: pieces against whole files, the fast property scan, index keys and tags
 //! codes against the reference, interrupts, the healthy fixtures and the table of codes.
 
-use std::sync::atomic::AtomicU64;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 
 use super::props::{expected_index_keys, fast_tags_code, has_space, topic_prefix_hash, Props};
 use super::seg_state::prop_crc_problem;
