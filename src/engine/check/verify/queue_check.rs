@@ -21,6 +21,7 @@ use crate::format::consumequeue::check::{
 };
 use crate::format::consumequeue::{ConsumeQueue, CqUnit, UNIT_SIZE};
 use crate::format::error::{ErrorKind, Result};
+use crate::format::filename::QueueFile;
 use crate::format::finding::{Code, Finding};
 use crate::format::mapped::Mapped;
 
@@ -249,41 +250,75 @@ pub(super) fn check_queue(
         findings: Sink::new(c.opts.max_per_code),
         ..CqResult::default()
     };
-    // Units the scan already matched with their record need no second look.
-    let done = match run {
-        Some(run) if !run.ranges_overflow => normalized(run.ranges.clone()),
-        _ => Vec::new(),
-    };
-    let mut done_at = 0usize;
-    let g = &c.store.geometry;
-    let name = format!("{}/{}", cq.topic, cq.queue_id);
-    let mut ended: Option<u64> = None;
-    let mut torn: (u64, Option<(PathBuf, u64)>) = (0, None);
-    let mut prev_offset: Option<i64> = None;
-    let bounds = CommitlogBounds {
-        min_offset: c.cl_min,
-        data_end: c.data_end,
-    };
-    let mut stale = 0u64;
-    let mut past_end: (u64, Option<(PathBuf, u64, u64)>) = (0, None);
-    let sample = c.opts.sample.max(1);
     for finding in check_files(cq) {
         r.push(finding);
     }
+    let mut w = QueueWalk::new(c, cq, run);
     for f in &cq.files {
         let cached = c.cq_maps.and_then(|m| m.get(&f.path)).cloned();
-        let map = match cached.map_or_else(|| Mapped::open(&f.path).map(Arc::new), Ok) {
-            Ok(m) => m,
-            Err(e) => {
-                r.push(Finding::new(
-                    Code::StoreUnreadable,
-                    &f.path,
-                    0,
-                    e.to_string(),
-                ));
-                continue;
-            }
+        match cached.map_or_else(|| Mapped::open(&f.path).map(Arc::new), Ok) {
+            Ok(map) => w.file(f, &map, &mut r),
+            Err(e) => r.push(Finding::new(
+                Code::StoreUnreadable,
+                &f.path,
+                0,
+                e.to_string(),
+            )),
+        }
+    }
+    w.finish(&mut r);
+    Ok(r)
+}
+
+/// One queue read front to back: where it ended, and what its units showed on the way.
+struct QueueWalk<'a> {
+    c: &'a CqCtx<'a>,
+    cq: &'a ConsumeQueue,
+    name: String,
+    bounds: CommitlogBounds,
+    sample: u64,
+    /// Units the scan already matched with their record need no second look.
+    done: Vec<(u64, u64)>,
+    done_at: usize,
+    /// The queue offset of the first invalid unit.
+    ended: Option<u64>,
+    /// Non-zero units after the end: how many, and the first.
+    torn: (u64, Option<(PathBuf, u64)>),
+    prev_offset: Option<i64>,
+    /// Units below the commitlog's first offset.
+    stale: u64,
+    /// Units past the commitlog's end of data: how many, and the first (file, position, queue
+    /// offset).
+    past_end: (u64, Option<(PathBuf, u64, u64)>),
+}
+
+impl<'a> QueueWalk<'a> {
+    fn new(c: &'a CqCtx<'a>, cq: &'a ConsumeQueue, run: Option<&QueueRun>) -> Self {
+        let done = match run {
+            Some(run) if !run.ranges_overflow => normalized(run.ranges.clone()),
+            _ => Vec::new(),
         };
+        QueueWalk {
+            c,
+            cq,
+            name: format!("{}/{}", cq.topic, cq.queue_id),
+            bounds: CommitlogBounds {
+                min_offset: c.cl_min,
+                data_end: c.data_end,
+            },
+            sample: c.opts.sample.max(1),
+            done,
+            done_at: 0,
+            ended: None,
+            torn: (0, None),
+            prev_offset: None,
+            stale: 0,
+            past_end: (0, None),
+        }
+    }
+
+    /// The units of one file of the queue, in order.
+    fn file(&mut self, f: &QueueFile, map: &Mapped, r: &mut CqResult) {
         let chunks = map.chunks_exact(UNIT_SIZE);
         let rem = chunks.remainder().len();
         let mut tail_from = None;
@@ -293,136 +328,99 @@ pub(super) fn check_queue(
             let Some(u) = CqUnit::from_bytes(chunk) else {
                 continue;
             };
-            if ended.is_some() {
+            if self.ended.is_some() {
                 tail_from = Some(i * UNIT_SIZE);
                 break;
             }
-            let verdict = check_unit(&u, prev_offset, bounds);
-            if let Some(finding) = verdict.finding(&name, q, &u, &f.path, fpos) {
-                r.push(finding);
-            }
-            let place = match verdict {
-                UnitVerdict::End { torn: is_torn } => {
-                    ended = Some(q);
-                    if is_torn {
-                        torn.0 += 1;
-                        torn.1.get_or_insert((f.path.clone(), fpos));
-                    }
-                    continue;
-                }
-                UnitVerdict::PreBlank { .. } => continue,
-                UnitVerdict::Real { place, .. } => place,
-            };
-            r.units += 1;
-            prev_offset = Some(u.offset);
-            let uoff = u.offset as u64;
-            match place {
-                UnitPlace::Expired => {
-                    stale += 1;
-                    continue;
-                }
-                UnitPlace::PastEnd => {
-                    past_end.0 += 1;
-                    if past_end.1.is_none() {
-                        past_end.1 = Some((f.path.clone(), fpos, q));
-                    }
-                    continue;
-                }
-                UnitPlace::InData => {}
-            }
-            if sample > 1 && !q.is_multiple_of(sample) {
-                continue;
-            }
-            while done.get(done_at).is_some_and(|&(_, b)| b <= q) {
-                done_at += 1;
-            }
-            if done.get(done_at).is_some_and(|&(a, _)| a <= q) {
-                continue;
-            }
-            let mut diffs = Vec::new();
-            let mut claim = None;
-            match record_at(c, uoff) {
-                Err(why) => diffs.push(why.to_string()),
-                Ok(m) => {
-                    claim = unit_claim(cq, q, &u, &m, g, &f.path, fpos);
-                    if m.topic != cq.topic {
-                        diffs.push(format!("topic {}", m.topic));
-                    }
-                    if m.queue_id != cq.queue_id {
-                        diffs.push(format!("queue id {}", m.queue_id));
-                    }
-                    if m.queue_offset != q as i64 {
-                        diffs.push(format!("queue offset {}", m.queue_offset));
-                    }
-                    if m.total_size != u.size {
-                        diffs.push(format!("size {} (the unit says {})", m.total_size, u.size));
-                    }
-                    if !m.transaction_type().is_queued() {
-                        diffs.push(format!("transaction type {:?}", m.transaction_type()));
-                    }
-                    if !u.has_ext_addr() {
-                        match record_tags_code(&m, g) {
-                            Ok(t) if t != u.tags_code => {
-                                diffs.push(format!("tags code {t} (the unit says {})", u.tags_code))
-                            }
-                            Ok(_) => {}
-                            Err(e) => diffs.push(e.to_string()),
-                        }
-                    }
-                }
-            }
-            if diffs.is_empty() {
-                r.matched_q(q);
-            } else {
-                let finding = Finding::new(
-                    Code::ConsumequeueUnitMismatch,
-                    &f.path,
-                    fpos,
-                    format!(
-                        "{name}: unit at queue offset {q} points at commitlog offset {uoff} (size {}), but there: {}",
-                        u.size,
-                        diffs.join(", ")
-                    ),
-                )
-                .about_record(uoff)
-                .with_action(format!(
-                    "consumers of {name} at queue offset {q} get the bytes at offset {uoff} \
-                     (a wrong message, or a pull error); the broker never rewrites the unit"
-                ));
-                let judged = |cl: &Claim| {
-                    cl.sys_flag.is_some() || c.claimable.is_none_or(|s| s.contains(&cl.offset))
-                };
-                match claim {
-                    Some(cl) if r.claims.len() < MAX_CQ_CLAIMS && judged(&cl) => {
-                        r.claims.push((cl, finding))
-                    }
-                    _ => r.push(finding),
-                }
+            if self.unit_in_data(&u, q, &f.path, fpos, r) && !self.already_matched(q) {
+                check_against_record(self.c, self.cq, &self.name, (q, &u), (&f.path, fpos), r);
             }
         }
         if let Some(from) = tail_from {
-            count_torn_units(&map, from, &f.path, &mut torn);
+            count_torn_units(map, from, &f.path, &mut self.torn);
         }
         if rem != 0 {
             r.push(Finding::new(
                 Code::ConsumequeueTorn,
                 &f.path,
                 map.len() as u64 - rem as u64,
-                format!("{name}: the file ends with a partial unit of {rem} bytes"),
+                format!(
+                    "{}: the file ends with a partial unit of {rem} bytes",
+                    self.name
+                ),
             ));
         }
     }
-    if torn.0 > 0 {
-        if let Some((p, pos)) = torn.1 {
+
+    /// Judges unit `u` at queue offset `q` by itself: true when it is a unit pointing into the
+    /// commitlog's data, to be checked against its record.
+    fn unit_in_data(
+        &mut self,
+        u: &CqUnit,
+        q: u64,
+        path: &Path,
+        fpos: u64,
+        r: &mut CqResult,
+    ) -> bool {
+        let verdict = check_unit(u, self.prev_offset, self.bounds);
+        if let Some(finding) = verdict.finding(&self.name, q, u, path, fpos) {
+            r.push(finding);
+        }
+        let place = match verdict {
+            UnitVerdict::End { torn } => {
+                self.ended = Some(q);
+                if torn {
+                    self.torn.0 += 1;
+                    self.torn.1.get_or_insert((path.to_path_buf(), fpos));
+                }
+                return false;
+            }
+            UnitVerdict::PreBlank { .. } => return false,
+            UnitVerdict::Real { place, .. } => place,
+        };
+        r.units += 1;
+        self.prev_offset = Some(u.offset);
+        match place {
+            UnitPlace::Expired => {
+                self.stale += 1;
+                false
+            }
+            UnitPlace::PastEnd => {
+                self.past_end.0 += 1;
+                if self.past_end.1.is_none() {
+                    self.past_end.1 = Some((path.to_path_buf(), fpos, q));
+                }
+                false
+            }
+            UnitPlace::InData => true,
+        }
+    }
+
+    /// True when queue offset `q` needs no look at its record: left out by `--sample`, or
+    /// matched during the commitlog pass.
+    fn already_matched(&mut self, q: u64) -> bool {
+        if self.sample > 1 && !q.is_multiple_of(self.sample) {
+            return true;
+        }
+        while self.done.get(self.done_at).is_some_and(|&(_, b)| b <= q) {
+            self.done_at += 1;
+        }
+        self.done.get(self.done_at).is_some_and(|&(a, _)| a <= q)
+    }
+
+    /// The findings the whole queue adds up to: units after its end, expired ones, ones past
+    /// the commitlog's data.
+    fn finish(self, r: &mut CqResult) {
+        let name = &self.name;
+        if let (n @ 1.., Some((p, pos))) = self.torn {
             r.push(
                 Finding::new(
                     Code::ConsumequeueTorn,
                     &p,
                     pos,
                     format!(
-                        "{name}: {} non-zero units after the first invalid unit (queue offset {})",
-                        torn.0,
-                        ended.unwrap_or(0)
+                        "{name}: {n} non-zero units after the first invalid unit (queue offset {})",
+                        self.ended.unwrap_or(0)
                     ),
                 )
                 .with_action(
@@ -431,23 +429,19 @@ pub(super) fn check_queue(
                 ),
             );
         }
-    }
-    if stale > 0 {
-        if let Some(f) = cq.files.first() {
+        if let (stale @ 1.., Some(f)) = (self.stale, self.cq.files.first()) {
             r.push(Finding::new(
                 Code::ConsumequeueStaleUnit,
                 &f.path,
                 0,
                 format!(
                     "{name}: {stale} units point below the commitlog's first offset {} (expired data)",
-                    c.cl_min
+                    self.c.cl_min
                 ),
             ));
         }
-    }
-    if let (n, Some((p, pos, q))) = past_end {
-        if n > 0 {
-            let action = match c.plan.and_then(|pl| pl.cut.as_ref()) {
+        if let (n @ 1.., Some((p, pos, q))) = self.past_end {
+            let action = match self.c.plan.and_then(|pl| pl.cut.as_ref()) {
                 Some(cut) => format!(
                     "recovery drops the units pointing at or after offset {} (truncateDirtyLogicFiles)",
                     cut.offset
@@ -461,17 +455,98 @@ pub(super) fn check_queue(
                     pos,
                     format!(
                         "{name}: {n} units from queue offset {q} point past the commitlog's end of data ({})",
-                        c.data_end
+                        self.c.data_end
                     ),
                 )
                 .with_action(action),
             );
         }
     }
-    Ok(r)
 }
 
-/// File and position of queue offset `q` in a queue (the file may not exist).
+/// Unit `u` at queue offset `q` (at `fpos` of `path`) against the record it points at: a match,
+/// a claim about the record's header for the judgement, or a mismatch finding.
+fn check_against_record(
+    c: &CqCtx<'_>,
+    cq: &ConsumeQueue,
+    name: &str,
+    (q, u): (u64, &CqUnit),
+    (path, fpos): (&Path, u64),
+    r: &mut CqResult,
+) {
+    let uoff = u.offset as u64;
+    let mut diffs = Vec::new();
+    let mut claim = None;
+    match record_at(c, uoff) {
+        Err(why) => diffs.push(why.to_string()),
+        Ok(m) => {
+            claim = unit_claim(cq, q, u, &m, &c.store.geometry, path, fpos);
+            diffs = record_diffs(cq, q, u, &m, &c.store.geometry);
+        }
+    }
+    if diffs.is_empty() {
+        r.matched_q(q);
+        return;
+    }
+    let finding = Finding::new(
+        Code::ConsumequeueUnitMismatch,
+        path,
+        fpos,
+        format!(
+            "{name}: unit at queue offset {q} points at commitlog offset {uoff} (size {}), but there: {}",
+            u.size,
+            diffs.join(", ")
+        ),
+    )
+    .about_record(uoff)
+    .with_action(format!(
+        "consumers of {name} at queue offset {q} get the bytes at offset {uoff} \
+         (a wrong message, or a pull error); the broker never rewrites the unit"
+    ));
+    let judged =
+        |cl: &Claim| cl.sys_flag.is_some() || c.claimable.is_none_or(|s| s.contains(&cl.offset));
+    match claim {
+        Some(cl) if r.claims.len() < MAX_CQ_CLAIMS && judged(&cl) => r.claims.push((cl, finding)),
+        _ => r.push(finding),
+    }
+}
+
+/// What of record `m` differs from what unit `u` at queue offset `q` of `cq` says of it.
+fn record_diffs(
+    cq: &ConsumeQueue,
+    q: u64,
+    u: &CqUnit,
+    m: &MessageRef<'_>,
+    g: &crate::format::geometry::Geometry,
+) -> Vec<String> {
+    let mut diffs = Vec::new();
+    if m.topic != cq.topic {
+        diffs.push(format!("topic {}", m.topic));
+    }
+    if m.queue_id != cq.queue_id {
+        diffs.push(format!("queue id {}", m.queue_id));
+    }
+    if m.queue_offset != q as i64 {
+        diffs.push(format!("queue offset {}", m.queue_offset));
+    }
+    if m.total_size != u.size {
+        diffs.push(format!("size {} (the unit says {})", m.total_size, u.size));
+    }
+    if !m.transaction_type().is_queued() {
+        diffs.push(format!("transaction type {:?}", m.transaction_type()));
+    }
+    if !u.has_ext_addr() {
+        match record_tags_code(m, g) {
+            Ok(t) if t != u.tags_code => {
+                diffs.push(format!("tags code {t} (the unit says {})", u.tags_code))
+            }
+            Ok(_) => {}
+            Err(e) => diffs.push(e.to_string()),
+        }
+    }
+    diffs
+}
+
 /// Count the units from byte `from` on that are not all zero (written after the queue ended),
 /// noting the first. The search for the first one skips the holes of a pre-allocated file.
 fn count_torn_units(
@@ -500,6 +575,7 @@ fn count_torn_units(
     }
 }
 
+/// File and position of queue offset `q` in a queue (the file may not exist).
 pub(super) fn unit_location(cq: &ConsumeQueue, q: u64) -> (PathBuf, u64) {
     let pos = q.saturating_mul(UNIT_SIZE as u64);
     let fs = cq.file_size.max(UNIT_SIZE as u64);
