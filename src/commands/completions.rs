@@ -18,6 +18,11 @@ pub struct CompletionsArgs {
 }
 
 pub fn run(a: &CompletionsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    clap_complete::generate(a.shell, &mut Cli::command(), "rmqstore", out);
+    // clap_complete panics when its writer fails, so the script is built in memory and a closed
+    // pipe or a full disk comes back as an error here.
+    let mut script = Vec::new();
+    clap_complete::generate(a.shell, &mut Cli::command(), "rmqstore", &mut script);
+    out.write_all(&script)?;
+    out.flush()?;
     Ok(ExitStatus::Success)
 }

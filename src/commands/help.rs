@@ -254,14 +254,15 @@ Examples:
   rmqstore verify ~/store --only commitlog --no-crc";
 
 pub const COMPLETIONS: &str = "\
-Exit status: 0 printed.
+Exit status: 0 printed (a closed pipe too); 2 could not run (a shell it does not know, or the
+script could not be written).
 
 Examples:
   rmqstore completions bash > ~/.local/share/bash-completion/completions/rmqstore
   rmqstore completions zsh > ~/.zfunc/_rmqstore";
 
 pub const MAN: &str = "\
-Exit status: 0 printed.
+Exit status: 0 printed (a closed pipe too); 2 could not run (the page could not be written).
 
 Examples:
   rmqstore man | man -l -

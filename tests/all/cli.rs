@@ -549,6 +549,9 @@ fn every_subcommand_help_has_exit_statuses_and_examples() {
         assert!(o.status.success(), "{sub}");
         let help = String::from_utf8_lossy(&o.stdout);
         assert!(help.contains("Exit status: 0 "), "{sub}: {help}");
+        let status = help.split("Examples:").next().unwrap_or_default();
+        let status = status.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(status.contains("; 2 could not run"), "{sub}: {help}");
         let examples = help
             .lines()
             .filter(|l| l.starts_with(&format!("  rmqstore {sub} ")))
@@ -561,6 +564,34 @@ fn every_subcommand_help_has_exit_statuses_and_examples() {
         v.starts_with("rmqstore 0.") && v.contains(" (commit "),
         "{v}"
     );
+}
+
+#[test]
+fn completions_and_man_exit_2_on_an_output_that_fails_and_0_on_a_closed_pipe() {
+    use std::process::{Command, Stdio};
+    let exe = assert_cmd::cargo::cargo_bin("rmqstore");
+    for args in [&["completions", "bash"][..], &["man"][..]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = Command::new(&exe).args(args).stdout(full).output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(stderr.contains("No space left"), "{args:?}: {stderr}");
+        let mut child = Command::new(&exe)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
 }
 
 #[test]
