@@ -128,27 +128,28 @@ pub enum Command {
 }
 
 /// Sizes the store was written with. The files do not record all of them: flags win, then the
-/// broker config file, then what the files show, then the broker's defaults.
+/// broker config file, then what the files show, then the broker's defaults. The flags are
+/// global, so a command with actions (`offsets`, `config`) takes them after its action too.
 #[derive(Debug, Clone, Default, Args)]
 pub struct GeometryArgs {
     /// The broker's config file (mappedFileSizeCommitLog, maxHashSlotNum, maxIndexNum, ...).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE")]
     pub broker_conf: Option<PathBuf>,
     /// Commitlog file size in bytes (mappedFileSizeCommitLog).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, global = true, value_name = "BYTES")]
     pub commitlog_file_size: Option<u64>,
     /// Consume queue file size in 20-byte units (mappedFileSizeConsumeQueue / 20).
-    #[arg(long, value_name = "N")]
+    #[arg(long, global = true, value_name = "N")]
     pub cq_file_units: Option<u64>,
     /// Index hash slots per file (maxHashSlotNum).
-    #[arg(long, value_name = "N")]
+    #[arg(long, global = true, value_name = "N")]
     pub index_slots: Option<u32>,
     /// Index entries per file (maxIndexNum).
-    #[arg(long, value_name = "N")]
+    #[arg(long, global = true, value_name = "N")]
     pub index_entries: Option<u32>,
     /// DLedger index file size in bytes (DLedger's mappedFileSizeForEntryIndex, 160 MiB unless
     /// the index files show another).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, global = true, value_name = "BYTES")]
     pub dledger_index_file_size: Option<u64>,
 }
 

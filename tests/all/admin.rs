@@ -1243,3 +1243,59 @@ fn an_interrupted_config_write_leaves_the_old_or_the_new_file() {
         );
     }
 }
+
+#[test]
+fn offsets_set_and_config_set_take_the_geometry_flags_after_their_action() {
+    let (_work, store) = store_copy();
+    let first = std::fs::read_dir(store.join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .min()
+        .unwrap();
+    let size = std::fs::metadata(first).unwrap().len().to_string();
+    let set = [
+        "set",
+        "-g",
+        "OrderGroup",
+        "-t",
+        "OrderTopic",
+        "--to",
+        "first",
+    ];
+    let geometry = ["--commitlog-file-size", &size, "--cq-file-units", "300000"];
+    let before = offsets(&store, &[&geometry[..], &set[..], &["-J"]].concat());
+    let after = offsets(&store, &[&set[..], &geometry[..], &["-J"]].concat());
+    assert_eq!(after.0, 0, "{}", after.2);
+    assert_eq!(after.1, before.1, "the same plan wherever the flags stand");
+    let (code, _, err) = config(
+        &store,
+        &[
+            &["topics", "set", "OrderTopic", "perm=6"][..],
+            &geometry[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{err}");
+    // the flags are read, not only parsed: a broker config that is not there is said
+    for args in [
+        &[&set[..], &["--broker-conf", "/nonexistent/broker.conf"]].concat(),
+        &[
+            "topics",
+            "set",
+            "OrderTopic",
+            "perm=6",
+            "--broker-conf",
+            "/nonexistent/broker.conf",
+        ][..]
+            .to_vec(),
+    ] {
+        let command = if args[0] == "set" {
+            "offsets"
+        } else {
+            "config"
+        };
+        let (code, _, err) = run(command, &store, args);
+        assert_eq!(code, 2, "{command} {args:?}: {err}");
+        assert!(err.contains("/nonexistent/broker.conf"), "{err}");
+    }
+}
