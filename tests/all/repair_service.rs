@@ -272,10 +272,23 @@ fn a_file_past_a_gap_in_the_names_is_salvaged_whole() {
     let (_, lines) = verify_json(&s, &[]);
     assert_eq!(codes(&lines, "commitlog.gap"), 1);
     let r = repair_out_with(t, s, &[]);
-    assert!(r.manifest["cut"]["reason"]
-        .as_str()
+    let reason = r.manifest["cut"]["reason"].as_str().unwrap();
+    assert!(reason.contains("no commitlog file holds"), "{reason}");
+    // the cut is where service ends, the end of the file before the gap, not the renamed file's
+    // own offset
+    let service_end: u64 = reason
+        .rsplit(' ')
+        .next()
         .unwrap()
-        .contains("no commitlog file holds"));
+        .split("..")
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let renamed: u64 = last.file_name().unwrap().to_str().unwrap().parse().unwrap();
+    assert_eq!(service_end + 262144, renamed);
+    assert_eq!(r.manifest["cut"]["offset"], service_end);
+    assert_eq!(r.manifest["cut"]["position"], 0);
     // every record of the file past the gap is kept in the salvage store
     assert_eq!(r.manifest["salvaged_records"].as_u64().unwrap() as usize, n);
 }

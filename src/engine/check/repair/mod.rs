@@ -81,7 +81,8 @@ pub struct Cut {
     pub file: String,
     /// Position in that file.
     pub position: u64,
-    /// Commitlog offset.
+    /// Commitlog offset where service ends: `position` in `file`, or, for a cut at the start of a
+    /// file named out of sequence, the end of the file before it.
     pub offset: u64,
     pub reason: String,
 }

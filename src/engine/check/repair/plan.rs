@@ -306,10 +306,17 @@ impl Draft<'_> {
         for f in self.fates.iter_mut().skip(i + 1) {
             *f = Fate::Out;
         }
+        // Service ends where the kept data ends: at a file's start that is where the file before
+        // it ends, which is not the file's own offset when its name is out of sequence.
+        let segs = &self.store.commitlog.segments;
+        let offset = match i.checked_sub(1) {
+            Some(prev) if pos == 0 => segs[prev].start.saturating_add(self.size).min(seg.start),
+            _ => seg.start + pos,
+        };
         Some(Cut {
             file: rel(self.store, &seg.path),
             position: pos,
-            offset: seg.start + pos,
+            offset,
             reason,
         })
     }
