@@ -43,24 +43,23 @@ fn config_bytes(store: &Path) -> Vec<u8> {
     std::fs::read(store.join("config/consumerOffset.json")).unwrap()
 }
 
+/// `offsets set` of OrderGroup on OrderTopic to each queue's first offset.
+const SET_ORDER_GROUP_TO_FIRST: [&str; 7] = [
+    "set",
+    "-g",
+    "OrderGroup",
+    "-t",
+    "OrderTopic",
+    "--to",
+    "first",
+];
+
 #[test]
 fn set_plans_then_writes_the_broker_form_and_keeps_the_old_file() {
     let (_work, store) = store_copy();
     let before = config_bytes(&store);
     // the plan: old, new, re-delivered per queue; nothing written
-    let (code, out, err) = offsets(
-        &store,
-        &[
-            "set",
-            "-g",
-            "OrderGroup",
-            "-t",
-            "OrderTopic",
-            "--to",
-            "first",
-            "-J",
-        ],
-    );
+    let (code, out, err) = offsets(&store, &[&SET_ORDER_GROUP_TO_FIRST[..], &["-J"]].concat());
     assert_eq!(code, 0, "{err}");
     let rows: Vec<Value> = out
         .lines()
@@ -1253,15 +1252,7 @@ fn offsets_set_and_config_set_take_the_geometry_flags_after_their_action() {
         .min()
         .unwrap();
     let size = std::fs::metadata(first).unwrap().len().to_string();
-    let set = [
-        "set",
-        "-g",
-        "OrderGroup",
-        "-t",
-        "OrderTopic",
-        "--to",
-        "first",
-    ];
+    let set = SET_ORDER_GROUP_TO_FIRST;
     let geometry = ["--commitlog-file-size", &size, "--cq-file-units", "300000"];
     let before = offsets(&store, &[&geometry[..], &set[..], &["-J"]].concat());
     let after = offsets(&store, &[&set[..], &geometry[..], &["-J"]].concat());
